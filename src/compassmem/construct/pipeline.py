@@ -1,0 +1,182 @@
+"""One construction step: segment → relate → fuse → topics, committed in one transaction.
+
+Steps are idempotent (same content → nothing changes) and append-only (step N+1 never rewrites the
+ids of earlier steps), which is what lets memory grow for the lifetime of an agent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+from ..config import ConstructionSettings
+from ..embed import CachedEmbedder
+from ..errors import InputError
+from ..llm import LLMClient
+from ..models import Event, EventTime, Observation, Relation, StepRecord, Usage
+from ..store import Store
+from ..timeutil import iso, parse_date, resolve_in_text
+from . import topics as topic_ops
+from .fuse import FusionJudge, decide, merge_into
+from .relate import RelationExtractor
+from .segment import DraftEvent, Segmenter
+
+
+@dataclass
+class ConstructionRoles:
+    """The four construction roles; LLM-driven or offline, the pipeline cannot tell."""
+
+    segmenter: Segmenter
+    relations: RelationExtractor
+    judge: FusionJudge
+    labeler: topic_ops.TopicLabeler
+
+
+def content_hash(observations: list[Observation], world_time: str | None) -> str:
+    payload = [world_time] + [[o.id, o.speaker, o.text, o.time, sorted(o.meta.items())] for o in observations]
+    return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
+
+
+class Constructor:
+    def __init__(self, store: Store, embedder: CachedEmbedder, roles: ConstructionRoles,
+                 settings: ConstructionSettings | None = None, llm: LLMClient | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.roles = roles
+        self.settings = settings or ConstructionSettings()
+        self.llm = llm
+
+    # ------------------------------------------------------------------ validation
+    def _validate(self, namespace: str, step: int, observations: list[Observation]) -> list[str]:
+        notes: list[str] = []
+        seen: set[str] = set()
+        for o in observations:
+            if o.namespace != namespace or o.step != step:
+                raise InputError(f"observation {o.id} belongs to {o.namespace}/step {o.step}, not {namespace}/step {step}")
+            if o.id in seen:
+                raise InputError(f"duplicate observation id '{o.id}' in step {step}")
+            seen.add(o.id)
+        earlier = {o.id for o in self.store.get_observations(namespace, sorted(seen)) if o.step != step}
+        if earlier:
+            raise InputError(f"observation id(s) already used by an earlier step: {', '.join(sorted(earlier)[:5])}")
+        return notes
+
+    def _events_from_drafts(self, namespace: str, step: int, drafts: list[DraftEvent],
+                            observations: list[Observation], world_date, skipped: list[str]) -> list[Event]:
+        valid = {o.id: o.seq for o in observations}
+        used: set[str] = set()
+        events: list[Event] = []
+        for i, d in enumerate(drafts):
+            ids = [x for x in dict.fromkeys(d.observation_ids) if x in valid and x not in used]
+            bad = [x for x in d.observation_ids if x not in valid]
+            if bad:
+                skipped.append(f"event {i + 1}: rejected unknown observation ids {bad[:5]}")
+            if not ids or not d.summary.strip():
+                skipped.append(f"event {i + 1}: dropped (no valid observation ids or empty summary)")
+                continue
+            used.update(ids)
+            resolved = resolve_in_text(d.time_expression or "", world_date) if d.time_expression else None
+            time = EventTime(explicit=d.time_expression, step=step, order=len(events),
+                             date=iso(resolved.start if resolved else world_date),
+                             end=iso(resolved.end) if resolved else None)
+            events.append(Event(id=f"e{step}.{len(events)}", namespace=namespace, step=step,
+                                summary=d.summary.strip(), participants=d.participants, time=time,
+                                observation_ids=sorted(ids, key=valid.__getitem__)))
+        return events
+
+    # ------------------------------------------------------------------ the step
+    def add_step(self, namespace: str, step: int, observations: list[Observation],
+                 world_time: str | None = None) -> StepRecord:
+        if not observations:
+            raise InputError(f"step {step} of '{namespace}' has no observations")
+        digest = content_hash(observations, world_time)
+        prior = self.store.get_step(namespace, step)
+        if prior is not None:
+            if prior.content_hash == digest:
+                return prior
+            raise InputError(f"step {step} of '{namespace}' was already ingested with different content; "
+                             "delete the namespace to rebuild it")
+        skipped = self._validate(namespace, step, observations)
+        cap = self.settings.max_observation_chars
+        clipped = []
+        for o in observations:
+            if len(o.text) > cap:
+                skipped.append(f"observation {o.id}: text truncated from {len(o.text)} to {cap} characters")
+                o = o.model_copy(update={"text": o.text[:cap]})
+            clipped.append(o)
+        observations = clipped
+        world_date = parse_date(world_time) or next((parse_date(o.time) for o in observations if o.time), None)
+        scope = self.llm.operation() if self.llm is not None else nullcontext(Usage())
+        with scope as usage, self.store.transaction():
+            record = self._run(namespace, step, observations, world_time, world_date, digest, skipped)
+            record.llm_calls, record.prompt_tokens = usage.llm_calls, usage.prompt_tokens
+            record.completion_tokens, record.latency_s = usage.completion_tokens, round(usage.latency_s, 3)
+            self.store.put_step(record)
+        return record
+
+    def _run(self, namespace: str, step: int, observations: list[Observation], world_time: str | None,
+             world_date, digest: str, skipped: list[str]) -> StepRecord:
+        store, s = self.store, self.settings
+        store.ensure_namespace(namespace)
+        store.add_observations(observations)
+        drafts = self.roles.segmenter.segment(step, observations, world_time)
+        events = self._events_from_drafts(namespace, step, drafts, observations, world_date, skipped)
+        if not events:
+            raise InputError(f"step {step}: segmentation produced no valid event ({'; '.join(skipped[-3:])})")
+        record = StepRecord(namespace=namespace, step=step, content_hash=digest, observations=len(observations))
+        drafts_rel = self.roles.relations.relate(step, observations, events)
+        vecs = self.embedder.embed([e.embed_text() for e in events])
+        obs_order = {o.id: (o.step, o.seq) for o in store.observations(namespace)}
+        final_id: dict[int, str] = {}
+        judge_calls = 0
+        cross: list[Relation] = []
+        for i, (event, vec) in enumerate(zip(events, vecs)):
+            candidates = [(store.get_event(namespace, eid), sim)
+                          for eid, sim in store.search_events(namespace, vec, s.judge_candidates + 8)]
+            candidates = [(e, sim) for e, sim in candidates if e is not None and e.step < step]
+            decisions, used = decide(event, candidates, self.roles.judge, s, s.max_judge_calls_per_step - judge_calls)
+            judge_calls += used
+            if decisions[0].kind == "merge":
+                target = decisions[0].target
+                fused = merge_into(target, event, obs_order)
+                store.put_event(fused, self.embedder.embed([fused.embed_text()])[0])
+                final_id[i] = fused.id
+                record.events_merged += 1
+                continue
+            event.topic_id = topic_ops.assign_online(store, namespace, event, vec, s, self.roles.labeler)
+            store.put_event(event, vec)
+            final_id[i] = event.id
+            record.events_new += 1
+            for d in decisions:
+                if d.kind == "link" and d.target is not None:
+                    cross.append(Relation(id=f"r{step}.x{len(cross)}", namespace=namespace, source=d.target.id,
+                                          target=event.id, type=d.relation_type or "related_to", origin="cross_step",
+                                          confidence=round(max(0.0, min(1.0, d.sim)), 3), step=step,
+                                          evidence=d.target.observation_ids[:1] + event.observation_ids[:1]))
+        valid_obs = {o.id for o in observations}
+        seen_edges: set[tuple[str, str, str]] = set()
+        n_rel = 0
+        for r in drafts_rel:
+            src, dst = final_id.get(r.source), final_id.get(r.target)
+            if src is None or dst is None or src == dst:
+                continue
+            rel = Relation(id=f"r{step}.{n_rel}", namespace=namespace, source=src, target=dst, type=r.type,
+                           evidence=[x for x in r.evidence if x in valid_obs], origin="within_step", step=step)
+            key = (rel.source, rel.target, rel.type)
+            if key in seen_edges:
+                continue
+            seen_edges.add(key)
+            store.add_relation(rel)
+            n_rel += 1
+        for rel in cross:
+            store.add_relation(rel)
+        record.relations = n_rel + len(cross)
+        record.cross_relations = len(cross)
+        n_steps = len(store.steps(namespace)) + 1
+        if n_steps % s.recluster_every == 0:
+            topic_ops.recluster(store, namespace, s, self.roles.labeler)
+            record.topics_reclustered = True
+        record.skipped = skipped
+        return record

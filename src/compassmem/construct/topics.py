@@ -1,0 +1,133 @@
+"""Topic evolution: online assignment at δ, periodic k-means re-clustering with stable topic ids."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Protocol
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+from sklearn.cluster import KMeans
+
+from ..config import ConstructionSettings
+from ..embed import l2_normalise
+from ..llm import LLMClient
+from ..models import Event, Topic
+from ..prompts import prompt
+from ..schemas import TopicLabelOut
+from ..store import Store
+
+_STOP = set("""a an the and or but if then so of to in on at for with from by as is are was were be been being i
+you he she it we they me him her us them my your his its our their this that these those what which who whom
+do does did have has had not no yes just really very too also can could would should will shall may might
+must about into over after before up down out off again more most some any all both each few other such own
+same than now there here when where why how im i'm it's that's don't didn't can't i've you're we're they're
+yeah oh wow hey thanks thank great good nice love like know think get got go going went make made one lot
+so much many well sure what's let's been being feel felt see saw way time things thing something""".split())
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
+
+
+def n_clusters(n_events: int, settings: ConstructionSettings) -> int:
+    """k = max(2, min(⌊n/5⌋, 50)) from the paper, never more than there are events."""
+    return min(n_events, max(2, min(n_events // settings.events_per_topic, settings.max_topics)))
+
+
+class TopicLabeler(Protocol):
+    def label(self, events: list[Event]) -> str: ...
+
+
+class KeywordLabeler:
+    def label(self, events: list[Event]) -> str:
+        counts: Counter[str] = Counter()
+        for e in events:
+            words = {w.lower() for w in _WORD.findall(e.summary)}
+            counts.update(w for w in words if w not in _STOP)
+        return ", ".join(w for w, _ in counts.most_common(4)) or "misc"
+
+
+class LLMLabeler:
+    def __init__(self, llm: LLMClient) -> None:
+        self.llm = llm
+
+    def label(self, events: list[Event]) -> str:
+        listing = "\n".join(f"- {e.summary[:200]}" for e in events[:8])
+        return self.llm.structured(prompt("topic_label"), TopicLabelOut, events=listing).label.strip()
+
+
+def _next_topic_id(store: Store, namespace: str) -> int:
+    nums = [int(t.id[1:]) for t in store.topics(namespace) if t.id[1:].isdigit()]
+    return max(nums, default=-1) + 1
+
+
+def assign_online(store: Store, namespace: str, event: Event, vec: np.ndarray, settings: ConstructionSettings,
+                  labeler: TopicLabeler) -> str:
+    """Join the most similar topic when its centroid is within δ, else open a new topic."""
+    ids, mat = store.topic_matrix(namespace)
+    if ids:
+        sims = mat @ vec
+        best = int(np.argmax(sims))
+        if sims[best] >= settings.topic_delta:
+            tid = ids[best]
+            members = [e for e in store.events(namespace) if e.topic_id == tid]
+            e_ids, e_mat = store.event_matrix(namespace)
+            rows = [e_ids.index(m.id) for m in members if m.id in e_ids]
+            centroid = l2_normalise(np.vstack([e_mat[rows], vec[None]]).mean(axis=0))
+            old = next(t for t in store.topics(namespace) if t.id == tid)
+            store.put_topic(old.model_copy(update={"size": len(members) + 1}), centroid)
+            return tid
+    tid = f"t{_next_topic_id(store, namespace)}"
+    store.put_topic(Topic(id=tid, namespace=namespace, label=labeler.label([event]), size=1), vec)
+    return tid
+
+
+def recluster(store: Store, namespace: str, settings: ConstructionSettings, labeler: TopicLabeler,
+              max_llm_labels: int = 4) -> int:
+    """Re-cluster every event with k-means; clusters inherit the old topic id they overlap most."""
+    events = {e.id: e for e in store.events(namespace)}
+    ids, mat = store.event_matrix(namespace)
+    if len(ids) < 2:
+        return len(store.topics(namespace))
+    k = n_clusters(len(ids), settings)
+    labels = KMeans(n_clusters=k, random_state=42, n_init=10).fit_predict(mat)
+    old_topics = store.topics(namespace)
+    old_ids = [t.id for t in old_topics]
+    overlap = np.zeros((k, len(old_ids)))
+    for row, eid in enumerate(ids):
+        tid = events[eid].topic_id
+        if tid in old_ids:
+            overlap[labels[row], old_ids.index(tid)] += 1
+    names: dict[int, str] = {}
+    if old_ids:
+        rows, cols = linear_sum_assignment(-overlap)
+        for r, c in zip(rows, cols):
+            if overlap[r, c] > 0:
+                names[int(r)] = old_ids[c]
+    next_id = _next_topic_id(store, namespace)
+    old_labels = {t.id: t.label for t in old_topics}
+    old_members = {tid: {eid for eid in ids if events[eid].topic_id == tid} for tid in old_ids}
+    for t in old_ids:
+        if t not in names.values():
+            store.delete_topic(namespace, t)
+    assignment: dict[str, str] = {}
+    llm_labels = 0
+    for c in range(k):
+        rows_c = np.flatnonzero(labels == c)
+        if c not in names:
+            names[c] = f"t{next_id}"
+            next_id += 1
+        tid = names[c]
+        members = [ids[r] for r in rows_c]
+        for eid in members:
+            assignment[eid] = tid
+        unchanged = set(members) == old_members.get(tid)
+        label = old_labels.get(tid, "")
+        if not unchanged or not label:
+            use_llm = not isinstance(labeler, KeywordLabeler) and llm_labels < max_llm_labels
+            chosen = labeler if use_llm else KeywordLabeler()
+            llm_labels += int(use_llm)
+            label = chosen.label([events[m] for m in members])
+        store.put_topic(Topic(id=tid, namespace=namespace, label=label, size=len(members)),
+                        l2_normalise(mat[rows_c].mean(axis=0)))
+    store.set_event_topics(namespace, assignment)
+    return k

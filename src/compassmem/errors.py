@@ -1,0 +1,41 @@
+"""One exception family, so the CLI can turn any failure into one clear line."""
+
+from __future__ import annotations
+
+
+class CompassMemError(Exception):
+    """Base for every error a user can cause or fix."""
+
+
+class ConfigError(CompassMemError):
+    """A malformed config file, spec string or option value."""
+
+
+class InputError(CompassMemError):
+    """Bad input data: wrong format, empty file, duplicate ids, undecodable bytes."""
+
+
+class StoreError(CompassMemError):
+    """The database cannot be opened or is inconsistent with what was asked."""
+
+
+class NamespaceNotFound(StoreError):
+    pass
+
+
+class LLMError(CompassMemError):
+    """An LLM role failed after its retries; carries the role and the last raw output."""
+
+    def __init__(self, role: str, message: str, raw: str | None = None) -> None:
+        self.role = role
+        self.raw = raw
+        shown = f" Last raw output: {raw[:300]!r}" if raw else ""
+        super().__init__(f"LLM role '{role}': {message}.{shown}")
+
+
+class LLMUnavailable(LLMError):
+    """The provider cannot be reached or the model cannot be loaded."""
+
+
+class BudgetExceeded(CompassMemError):
+    """An operation hit its configured call or token budget."""

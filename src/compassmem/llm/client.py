@@ -1,0 +1,144 @@
+"""One client for every LLM role: schema-constrained calls, validation, bounded retries, a response
+cache, per-call accounting and per-operation budgets. Roles never talk to a provider directly."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..config import LLMSettings
+from ..errors import BudgetExceeded, LLMError
+from ..models import Usage
+from ..prompts import PromptTemplate
+from .providers import ChatProvider, TransientError
+
+T = TypeVar("T", bound=BaseModel)
+
+_THINK = re.compile(r"<think>.*?(</think>|$)", re.S | re.I)
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
+
+
+def strip_think(text: str) -> str:
+    return _THINK.sub("", text).strip()
+
+
+def extract_json(text: str) -> Any:
+    """Parse the model's JSON, tolerating <think> blocks, code fences and chatter around one object."""
+    body = strip_think(text)
+    candidates = [body]
+    candidates += [m.group(1) for m in _FENCE.finditer(body)]
+    start, end = body.find("{"), body.rfind("}")
+    if 0 <= start < end:
+        candidates.append(body[start : end + 1])
+    for c in candidates:
+        try:
+            return json.loads(c)
+        except (json.JSONDecodeError, ValueError):
+            continue
+    raise ValueError("no JSON object in the output")
+
+
+class _Operation:
+    def __init__(self, max_calls: int | None, max_tokens: int | None) -> None:
+        self.max_calls = max_calls
+        self.max_tokens = max_tokens
+        self.usage = Usage()
+
+
+class LLMClient:
+    def __init__(self, provider: ChatProvider, settings: LLMSettings | None = None, cache: Any = None) -> None:
+        self.provider = provider
+        self.settings = settings or LLMSettings()
+        self.cache = cache if self.settings.cache else None  # anything with cache_get / cache_put
+        self.total = Usage()
+        self.calls_by_role: dict[str, Usage] = {}
+        self._lock = threading.Lock()
+        self._op: _Operation | None = None
+        self.sleep = time.sleep  # replaced in tests
+
+    @property
+    def model(self) -> str:
+        return self.provider.model
+
+    # ------------------------------------------------------------------ accounting
+    @contextmanager
+    def operation(self, max_calls: int | None = None, max_tokens: int | None = None) -> Iterator[Usage]:
+        """Scope one ask or one construction step: its usage is yielded and its budget enforced."""
+        op = _Operation(max_calls or self.settings.max_calls, max_tokens or self.settings.max_tokens_budget)
+        prev, self._op = self._op, op
+        try:
+            yield op.usage
+        finally:
+            self._op = prev
+
+    def _check_budget(self, role: str) -> None:
+        op = self._op
+        if op is None:
+            return
+        if op.max_calls is not None and op.usage.llm_calls >= op.max_calls:
+            raise BudgetExceeded(f"LLM call budget of {op.max_calls} per operation reached at role '{role}'")
+        tokens = op.usage.prompt_tokens + op.usage.completion_tokens
+        if op.max_tokens is not None and tokens >= op.max_tokens:
+            raise BudgetExceeded(f"LLM token budget of {op.max_tokens} per operation reached at role '{role}'")
+
+    def _record(self, role: str, u: Usage) -> None:
+        with self._lock:
+            self.total.add(u)
+            self.calls_by_role.setdefault(role, Usage()).add(u)
+            if self._op is not None:
+                self._op.usage.add(u)
+
+    # ------------------------------------------------------------------ calls
+    def _cache_key(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> str:
+        blob = json.dumps({"model": self.model, "messages": messages, "schema": schema,
+                           "temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens},
+                          sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def structured(self, prompt: PromptTemplate, output: type[T], **variables: Any) -> T:
+        """Render, call, validate; retry a bounded number of times; fail loudly with the raw output."""
+        role = prompt.name
+        messages = prompt.render(**variables)
+        schema = output.model_json_schema()
+        key = self._cache_key(messages, schema)
+        if self.cache is not None:
+            hit = self.cache.cache_get(key)
+            if hit is not None:
+                self._record(role, Usage(cached_calls=1))
+                return output.model_validate_json(hit)
+        last_raw: str | None = None
+        problem = "no attempt made"
+        attempts = self.settings.retries + 1
+        convo = list(messages)
+        for attempt in range(attempts):
+            self._check_budget(role)
+            try:
+                comp = self.provider.complete(convo, schema, temperature=self.settings.temperature,
+                                              max_tokens=self.settings.max_tokens, name=role)
+            except TransientError as exc:
+                problem = str(exc)
+                self._record(role, Usage(llm_calls=1))
+                self.sleep(min(8.0, 0.5 * 2**attempt))
+                continue
+            self._record(role, Usage(llm_calls=1, prompt_tokens=comp.prompt_tokens,
+                                     completion_tokens=comp.completion_tokens, latency_s=comp.latency_s))
+            last_raw = comp.text
+            try:
+                value = output.model_validate(extract_json(comp.text))
+            except (ValueError, ValidationError) as exc:
+                problem = f"invalid output ({str(exc).splitlines()[0][:200]})"
+                convo = messages + [{"role": "assistant", "content": comp.text[:2000]},
+                                    {"role": "user", "content": f"That was not valid: {problem}. "
+                                     "Reply again with one JSON object that follows the schema exactly."}]
+                continue
+            if self.cache is not None:
+                self.cache.cache_put(key, value.model_dump_json())
+            return value
+        raise LLMError(role, f"failed after {attempts} attempt(s): {problem}", last_raw)

@@ -1,0 +1,122 @@
+"""Chat providers: one raw call each, no retries or parsing (the client owns those)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+
+from ..errors import ConfigError, LLMUnavailable
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+
+
+class TransientError(Exception):
+    """Worth retrying: timeout, connection reset, 429, 5xx."""
+
+
+class ChatProvider(Protocol):
+    model: str
+
+    def complete(self, messages: list[dict[str, str]], schema: dict[str, Any] | None, *,
+                 temperature: float, max_tokens: int, name: str) -> Completion: ...
+
+
+class OpenAICompatibleProvider:
+    """Any /chat/completions server: OpenAI, vLLM, Ollama, llama.cpp and llama-cpp-python servers.
+
+    Structured output is sent as OpenAI's `json_schema` response format; servers that only know
+    llama.cpp's `json_object` + `schema` form answer 400/422, and we switch once and remember.
+    """
+
+    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
+                 timeout_s: float = 120.0) -> None:
+        self.model = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"base URL must start with http:// or https://, got '{self.base_url}'")
+        self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "none"
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=10.0))
+        self._schema_mode = "json_schema"
+
+    def _response_format(self, schema: dict[str, Any], name: str) -> dict[str, Any]:
+        if self._schema_mode == "json_schema":
+            return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
+        return {"type": "json_object", "schema": schema}
+
+    def complete(self, messages, schema, *, temperature, max_tokens, name):
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": temperature,
+                                "max_tokens": max_tokens}
+        for attempt in range(2):
+            if schema is not None:
+                body["response_format"] = self._response_format(schema, name)
+            t0 = time.perf_counter()
+            try:
+                resp = self._client.post(f"{self.base_url}/chat/completions", json=body,
+                                         headers={"Authorization": f"Bearer {self.api_key}"})
+            except httpx.ConnectError as exc:
+                raise LLMUnavailable(name, f"cannot reach {self.base_url} ({exc})") from None
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                raise TransientError(f"{type(exc).__name__}: {exc}") from None
+            latency = time.perf_counter() - t0
+            if resp.status_code in (400, 422) and schema is not None and attempt == 0 \
+                    and self._schema_mode == "json_schema" and "response_format" in resp.text:
+                self._schema_mode = "json_object"
+                continue
+            break
+        if resp.status_code == 429 or resp.status_code >= 500:
+            raise TransientError(f"HTTP {resp.status_code}: {resp.text[:200]}")
+        if resp.status_code in (401, 403):
+            raise LLMUnavailable(name, f"{self.base_url} refused the API key (HTTP {resp.status_code})")
+        if resp.status_code == 404:
+            raise LLMUnavailable(name, f"{self.base_url} has no model '{self.model}' or no /chat/completions (HTTP 404)")
+        if resp.status_code != 200:
+            raise LLMUnavailable(name, f"HTTP {resp.status_code} from {self.base_url}: {resp.text[:300]}")
+        try:
+            data = resp.json()
+            text = data["choices"][0]["message"].get("content") or ""
+        except (ValueError, KeyError, IndexError):
+            raise TransientError(f"malformed response body: {resp.text[:200]}") from None
+        usage = data.get("usage") or {}
+        return Completion(text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), latency)
+
+
+class GGUFProvider:
+    """In-process llama.cpp via llama-cpp-python; the schema becomes a grammar, so output is valid JSON."""
+
+    def __init__(self, path: str, n_ctx: int = 8192, threads: int | None = None) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise ConfigError("the gguf: provider needs llama-cpp-python (pip install 'compassmem[local]')") from None
+        self.model = os.path.basename(path)
+        try:
+            self._llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=threads or os.cpu_count() or 2,
+                              verbose=False)
+        except (ValueError, RuntimeError) as exc:
+            raise LLMUnavailable("load", f"llama.cpp could not load {path}: {exc}") from None
+        self._lock = threading.Lock()
+
+    def complete(self, messages, schema, *, temperature, max_tokens, name):
+        kwargs: dict[str, Any] = {"messages": messages, "temperature": temperature, "max_tokens": max_tokens}
+        if schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        t0 = time.perf_counter()
+        with self._lock:
+            try:
+                out = self._llm.create_chat_completion(**kwargs)
+            except ValueError as exc:  # e.g. prompt longer than the context window
+                raise LLMUnavailable(name, f"llama.cpp rejected the request: {exc}") from None
+        usage = out.get("usage") or {}
+        return Completion(out["choices"][0]["message"].get("content") or "", int(usage.get("prompt_tokens", 0)),
+                          int(usage.get("completion_tokens", 0)), time.perf_counter() - t0)

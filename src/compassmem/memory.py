@@ -1,0 +1,129 @@
+"""The facade: `Memory(db).add(...)` builds the Event Graph step by step, `Memory.ask(...)` searches it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .config import Settings
+from .construct import Constructor
+from .embed import make_embedder
+from .errors import InputError
+from .ingest import Dataset, StepInput
+from .llm import make_llm
+from .models import Answer, Event, Observation, StepRecord
+from .roles import construction_roles, search_roles
+from .search.engine import SearchEngine
+from .search.graph import GraphView
+from .store import Store, open_store
+
+
+class Memory:
+    def __init__(self, db: str | Path = ":memory:", llm: str | None = "none", embedder: str = "minilm",
+                 settings: Settings | None = None, base_url: str | None = None, api_key: str | None = None,
+                 store: Store | None = None) -> None:
+        self.settings = settings or Settings()
+        self.store = store or open_store(db)
+        self.embedder = make_embedder(embedder, base_url=base_url, api_key=api_key)
+        self.llm = make_llm(llm, self.settings.llm, cache=self.store, base_url=base_url, api_key=api_key)
+        self.constructor = Constructor(self.store, self.embedder,
+                                       construction_roles(self.llm, self.embedder, self.settings),
+                                       self.settings.construction, self.llm)
+        self.engine = SearchEngine(self.embedder, search_roles(self.llm, self.embedder, self.settings),
+                                   self.settings.search, self.llm)
+        self._graphs: dict[str, tuple[int, GraphView]] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ writing
+    def add(self, observations: Iterable[Observation | dict[str, Any] | str], namespace: str = "default",
+            step: int | None = None, world_time: str | None = None) -> StepRecord:
+        """Add one step of observations (a session, a chunk). Plain strings become numbered turns."""
+        if step is None:
+            done = self.store.steps(namespace) if self.store.has_namespace(namespace) else []
+            step = (max((r.step for r in done), default=0)) + 1
+        obs: list[Observation] = []
+        for seq, item in enumerate(observations):
+            if isinstance(item, Observation):
+                obs.append(item)
+            elif isinstance(item, str):
+                obs.append(Observation(id=f"S{step}:{seq + 1}", namespace=namespace, step=step, seq=seq, text=item,
+                                       time=world_time))
+            elif isinstance(item, dict):
+                if "text" not in item:
+                    raise InputError(f"observation {seq} has no 'text'")
+                obs.append(Observation(id=str(item.get("id", f"S{step}:{seq + 1}")), namespace=namespace, step=step,
+                                       seq=seq, speaker=item.get("speaker"), text=str(item["text"]),
+                                       time=item.get("time", world_time), meta=item.get("meta", {})))
+            else:
+                raise InputError(f"observation {seq} is a {type(item).__name__}; expected str, dict or Observation")
+        record = self.constructor.add_step(namespace, step, obs, world_time)
+        self._graphs.pop(namespace, None)
+        return record
+
+    def ingest(self, dataset: Dataset, on_step: Callable[[StepInput, StepRecord], None] | None = None) -> list[StepRecord]:
+        records = []
+        for item in dataset.steps:
+            record = self.constructor.add_step(item.namespace, item.step, item.observations, item.world_time)
+            self._graphs.pop(item.namespace, None)
+            records.append(record)
+            if on_step:
+                on_step(item, record)
+        return records
+
+    def forget(self, namespace: str) -> None:
+        self.store.delete_namespace(namespace)
+        self._graphs.pop(namespace, None)
+
+    # ------------------------------------------------------------------ reading
+    def graph(self, namespace: str) -> GraphView:
+        version = len(self.store.steps(namespace)) if self.store.has_namespace(namespace) else -1
+        cached = self._graphs.get(namespace)
+        if cached is None or cached[0] != version:
+            cached = (version, GraphView.load(self.store, namespace))
+            self._graphs[namespace] = cached
+        return cached[1]
+
+    def ask(self, question: str, namespace: str = "default") -> Answer:
+        return self.engine.ask(self.graph(namespace), question)
+
+    def events(self, namespace: str = "default") -> list[Event]:
+        return self.store.events(namespace)
+
+    def namespaces(self) -> list[str]:
+        return self.store.namespaces()
+
+    def stats(self, namespace: str) -> dict[str, Any]:
+        graph = self.graph(namespace)
+        rels = self.store.relations(namespace)
+        steps = self.store.steps(namespace)
+        return {
+            "namespace": namespace,
+            "observations": len(graph.observations),
+            "steps": len(steps),
+            "events": len(graph.events),
+            "relations": len(rels),
+            "relations_by_type": dict(Counter(r.type for r in rels).most_common()),
+            "cross_step_relations": sum(1 for r in rels if r.origin == "cross_step"),
+            "topics": len(graph.topics),
+            "merges": sum(s.events_merged for s in steps),
+            "construction": {
+                "llm_calls": sum(s.llm_calls for s in steps),
+                "prompt_tokens": sum(s.prompt_tokens for s in steps),
+                "completion_tokens": sum(s.completion_tokens for s in steps),
+                "latency_s": round(sum(s.latency_s for s in steps), 3),
+                "per_step": [{"step": s.step, "llm_calls": s.llm_calls, "prompt_tokens": s.prompt_tokens,
+                              "completion_tokens": s.completion_tokens, "latency_s": s.latency_s,
+                              "events_new": s.events_new, "events_merged": s.events_merged} for s in steps],
+            },
+            "skipped": [f"step {s.step}: {note}" for s in steps for note in s.skipped],
+        }

@@ -1,0 +1,206 @@
+"""The data model: every row is namespaced and keeps the ids of the observations it came from.
+
+Embeddings are not fields here: they live beside the rows in the store, so these objects stay
+small, printable and JSON-serialisable.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+_SNAKE_RE = re.compile(r"[^a-z0-9]+")
+
+
+def utcnow() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def normalise_relation_type(label: str) -> str:
+    """Open vocabulary, one spelling: 'Temporal Before' and 'temporal-before' are the same edge type."""
+    out = _SNAKE_RE.sub("_", label.strip().lower()).strip("_")
+    return out or "related_to"
+
+
+class Observation(BaseModel):
+    """One input unit (dialogue turn, sentence, agent observation) as it arrived."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(min_length=1, max_length=200)
+    namespace: str
+    step: int = Field(ge=0)
+    seq: int = Field(default=0, ge=0, description="position inside its step")
+    speaker: str | None = None
+    text: str
+    time: str | None = Field(default=None, description="world time as written in the source")
+    date: str | None = Field(default=None, description="ISO date of the world time, when parseable")
+    meta: dict[str, str] = Field(default_factory=dict)
+    ingested_at: str = Field(default_factory=utcnow)
+
+    def render(self) -> str:
+        """How an observation is shown to a role: time, speaker, text."""
+        who = f"{self.speaker}: " if self.speaker else ""
+        when = f"[{self.time}] " if self.time else ""
+        extra = f" [shared image: {self.meta['image']}]" if self.meta.get("image") else ""
+        return f"{when}{who}{self.text}{extra}"
+
+
+class EventTime(BaseModel):
+    explicit: str | None = Field(default=None, description="time expression as said, e.g. 'last week'")
+    date: str | None = Field(default=None, description="normalised ISO date or range start")
+    end: str | None = Field(default=None, description="range end when the time is a span")
+    step: int = 0
+    order: int = 0
+
+    def label(self) -> str:
+        if self.date and self.end and self.end != self.date:
+            return f"{self.date}..{self.end}"
+        return self.date or self.explicit or f"step {self.step}"
+
+
+class Event(BaseModel):
+    """⟨span, time, summary, participants⟩ plus graph bookkeeping."""
+
+    id: str
+    namespace: str
+    step: int
+    summary: str
+    participants: list[str] = Field(default_factory=list)
+    time: EventTime = Field(default_factory=EventTime)
+    observation_ids: list[str] = Field(min_length=1)
+    topic_id: str | None = None
+    history: list[str] = Field(default_factory=list, description="summaries of events fused into this one")
+
+    @field_validator("participants")
+    @classmethod
+    def _cap_participants(cls, v: list[str]) -> list[str]:
+        seen: list[str] = []
+        for p in v:
+            p = p.strip()
+            if p and p not in seen:
+                seen.append(p)
+        return seen[:3]
+
+    def embed_text(self) -> str:
+        """The text an event is embedded by: its summary, participants and fused history."""
+        parts = [self.summary, *self.history]
+        if self.participants:
+            parts.append(", ".join(self.participants))
+        return " | ".join(parts)
+
+
+RelationOrigin = Literal["within_step", "cross_step", "judge"]
+
+
+class Relation(BaseModel):
+    id: str
+    namespace: str
+    source: str
+    target: str
+    type: str
+    evidence: list[str] = Field(default_factory=list)
+    origin: RelationOrigin = "within_step"
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    step: int = 0
+
+    @field_validator("type")
+    @classmethod
+    def _norm(cls, v: str) -> str:
+        return normalise_relation_type(v)
+
+
+class Topic(BaseModel):
+    id: str
+    namespace: str
+    label: str = ""
+    size: int = 0
+
+
+class StepRecord(BaseModel):
+    """What one construction step did; kept so stats and re-ingest checks need no recomputation."""
+
+    namespace: str
+    step: int
+    content_hash: str
+    observations: int = 0
+    events_new: int = 0
+    events_merged: int = 0
+    relations: int = 0
+    cross_relations: int = 0
+    topics_reclustered: bool = False
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    skipped: list[str] = Field(default_factory=list)
+    committed_at: str = Field(default_factory=utcnow)
+
+
+# ---------------------------------------------------------------- search results
+
+
+class Usage(BaseModel):
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cached_calls: int = 0
+
+    def add(self, other: "Usage") -> None:
+        self.llm_calls += other.llm_calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.latency_s += other.latency_s
+        self.cached_calls += other.cached_calls
+
+
+class EvidenceItem(BaseModel):
+    event_id: str
+    summary: str
+    observation_ids: list[str]
+    time: str | None = None
+    subgoals: list[int] = Field(default_factory=list, description="subgoals this event supports")
+
+
+class SubgoalState(BaseModel):
+    text: str
+    satisfied: bool = False
+
+
+Action = Literal["SKIP", "EXPAND", "ANSWER"]
+
+
+class TraceStep(BaseModel):
+    explorer: int
+    round: int = 0
+    event_id: str
+    action: Action
+    next: list[str] = Field(default_factory=list)
+    satisfied: list[int] = Field(default_factory=list)
+    rejected_next: list[str] = Field(default_factory=list, description="ids the policy named that were not neighbours")
+
+
+class Answer(BaseModel):
+    question: str
+    namespace: str
+    answer: str
+    evidence: list[EvidenceItem] = Field(default_factory=list)
+    subgoals: list[SubgoalState] = Field(default_factory=list)
+    trace: list[TraceStep] = Field(default_factory=list)
+    start_nodes: list[str] = Field(default_factory=list)
+    refined_query: str | None = None
+    used_fallback: bool = False
+    context_tokens: int = 0
+    usage: Usage = Field(default_factory=Usage)
+
+    def observation_ids(self) -> list[str]:
+        out: list[str] = []
+        for ev in self.evidence:
+            for oid in ev.observation_ids:
+                if oid not in out:
+                    out.append(oid)
+        return out

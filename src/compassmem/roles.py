@@ -1,0 +1,36 @@
+"""Picks each role's implementation: LLM-driven when a client is given, offline otherwise.
+
+This is the only place that knows both families exist; pipeline and engine take what they get.
+"""
+
+from __future__ import annotations
+
+from .config import Settings
+from .construct import ConstructionRoles
+from .construct.fuse import LLMFusionJudge, OfflineFusionJudge
+from .construct.relate import LLMRelationExtractor, OfflineRelationExtractor
+from .construct.segment import LLMSegmenter, OfflineSegmenter
+from .construct.topics import KeywordLabeler, LLMLabeler
+from .embed import CachedEmbedder
+from .llm import LLMClient
+from .search.engine import SearchRoles
+from .search.explorer import LLMPolicy, OfflinePolicy
+from .search.localize import LLMStartSelector, OfflineStartSelector
+from .search.planner import LLMPlanner, OfflinePlanner
+from .search.responder import LLMResponder, OfflineResponder
+
+
+def construction_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings: Settings) -> ConstructionRoles:
+    if llm is None:
+        return ConstructionRoles(OfflineSegmenter(embedder, settings.construction), OfflineRelationExtractor(),
+                                 OfflineFusionJudge(settings.construction), KeywordLabeler())
+    return ConstructionRoles(LLMSegmenter(llm), LLMRelationExtractor(llm), LLMFusionJudge(llm), LLMLabeler(llm))
+
+
+def search_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings: Settings) -> SearchRoles:
+    if llm is None:
+        return SearchRoles(OfflinePlanner(), OfflineStartSelector(),
+                           lambda graph, qv, sv: OfflinePolicy(graph, qv, sv), OfflineResponder(embedder))
+    show = settings.search.use_relations
+    return SearchRoles(LLMPlanner(llm), LLMStartSelector(llm), lambda graph, qv, sv: LLMPolicy(llm, graph, show),
+                       LLMResponder(llm))

@@ -1,0 +1,116 @@
+"""Active multi-path search for one question: plan → localise → explore → (refine → explore) → respond."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..config import SearchSettings
+from ..embed import CachedEmbedder
+from ..errors import InputError
+from ..llm import LLMClient
+from ..models import Answer, EvidenceItem, SubgoalState, Usage
+from .explorer import ExplorerPolicy, run_explorers
+from .frontier import Frontier
+from .graph import GraphView, approx_tokens
+from .localize import StartSelector, candidates_for
+from .planner import Planner
+from .responder import Responder, evidence_lines
+
+PolicyFactory = Callable[[GraphView, np.ndarray, np.ndarray], ExplorerPolicy]
+
+
+@dataclass
+class SearchRoles:
+    """The search roles; LLM-driven or offline, the engine cannot tell."""
+
+    planner: Planner
+    selector: StartSelector
+    policy: PolicyFactory
+    responder: Responder
+
+
+def check_question(question: str, settings: SearchSettings) -> str:
+    q = " ".join((question or "").split())
+    if not q:
+        raise InputError("the question is empty")
+    if len(q) > settings.max_question_chars:
+        raise InputError(f"the question is {len(q)} characters long; the limit is {settings.max_question_chars} "
+                         "(search.max_question_chars)")
+    return q
+
+
+class SearchEngine:
+    def __init__(self, embedder: CachedEmbedder, roles: SearchRoles, settings: SearchSettings | None = None,
+                 llm: LLMClient | None = None) -> None:
+        self.embedder = embedder
+        self.roles = roles
+        self.settings = settings or SearchSettings()
+        self.llm = llm
+
+    def ask(self, graph: GraphView, question: str) -> Answer:
+        s = self.settings
+        question = check_question(question, s)
+        scope = self.llm.operation() if self.llm is not None else nullcontext(Usage())
+        with scope as usage:
+            answer = self._ask(graph, question)
+        answer.usage = usage.model_copy()
+        answer.usage.latency_s = round(answer.usage.latency_s, 3)
+        return answer
+
+    def _ask(self, graph: GraphView, question: str) -> Answer:
+        s, roles = self.settings, self.roles
+        if graph.empty:
+            return Answer(question=question, namespace=graph.namespace,
+                          answer="Nothing is stored in this memory yet.", used_fallback=True)
+        subgoals = roles.planner.plan(question, s.max_subgoals) if s.use_planner else [question]
+        subgoals = subgoals or [question]
+        qv = self.embedder.embed([question])[0]
+        sv = self.embedder.embed(subgoals)
+        policy = roles.policy(graph, qv, sv)
+        frontier = Frontier(sv, qv, graph.row, s.max_steps)
+
+        cands = candidates_for(graph, qv, s)
+        starts = roles.selector.select(question, subgoals, cands, graph, sv, s.max_start_nodes)
+        with frontier.cond:
+            frontier.push(starts)
+        run_explorers(s.explorers, frontier, graph, policy, question, subgoals, s.max_next, s.use_relations)
+
+        refined: str | None = None
+        if s.refinement and not all(frontier.satisfied) and frontier.queue_size() == 0:
+            kept, satisfied, seen = frontier.snapshot()
+            evidence = "\n".join(line for k in kept for line in graph.source_lines(graph.events[k]))
+            refined = roles.planner.refine(question, subgoals, satisfied, evidence[-4000:])
+            if refined and refined.strip().lower() != question.lower():
+                rv = self.embedder.embed([refined])[0]
+                more = candidates_for(graph, rv, s, exclude=seen)
+                new_starts = roles.selector.select(refined, subgoals, more, graph, sv, s.max_start_nodes)
+                frontier.reopen(s.max_steps)
+                with frontier.cond:
+                    frontier.push(new_starts)
+                run_explorers(s.explorers, frontier, graph, policy, question, subgoals, s.max_next,
+                              s.use_relations)
+
+        kept = list(frontier.kept)
+        fallback = not kept
+        chosen = kept or starts or [c.event_id for c in cands[: s.top_k]]
+        events = [graph.events[e] for e in chosen]
+        obs_ids = list(dict.fromkeys(o for e in events for o in e.observation_ids))
+        observations = sorted((graph.observations[o] for o in obs_ids if o in graph.observations),
+                              key=lambda o: (o.step, o.seq))
+        lines = evidence_lines(observations, s.max_context_tokens)
+        handed = observations[: len(lines)]
+        text = roles.responder.respond(question, events, handed, s.max_context_tokens)
+        handed_ids = {o.id for o in handed}
+        return Answer(
+            question=question, namespace=graph.namespace, answer=text or "No answer could be formed.",
+            evidence=[EvidenceItem(event_id=e.id, summary=e.summary,
+                                   observation_ids=[o for o in e.observation_ids if o in handed_ids] or e.observation_ids,
+                                   time=e.time.label(), subgoals=frontier.kept_subgoals.get(e.id, []))
+                      for e in events],
+            subgoals=[SubgoalState(text=g, satisfied=v) for g, v in zip(subgoals, frontier.satisfied)],
+            trace=list(frontier.trace), start_nodes=list(starts), refined_query=refined, used_fallback=fallback,
+            context_tokens=sum(approx_tokens(line) for line in lines))

@@ -1,0 +1,140 @@
+"""Explorers: each step looks at one event, its kept-evidence context and its typed neighbours and
+chooses SKIP / EXPAND / ANSWER plus up to 3 neighbours to visit. Several explorers run in threads
+over one Frontier."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ..llm import LLMClient
+from ..models import Event, TraceStep
+from ..prompts import prompt
+from ..schemas import ExploreOut
+from .frontier import Frontier
+from .graph import GraphView, Neighbour
+from .planner import content_words
+
+
+@dataclass
+class StepContext:
+    question: str
+    subgoals: list[str]
+    satisfied: list[bool]
+    event: Event
+    kept: list[Event]
+    neighbours: list[Neighbour]
+    max_next: int
+
+
+class ExplorerPolicy(Protocol):
+    def decide(self, ctx: StepContext) -> ExploreOut: ...
+
+
+class OfflinePolicy:
+    """Similarity-calibrated decisions. Thresholds are fractions of the best similarity any event has to
+    the question / subgoal, so they work for any embedder without retuning."""
+
+    def __init__(self, graph: GraphView, question_vec: np.ndarray, subgoal_vecs: np.ndarray,
+                 keep_ratio: float = 0.8, satisfy_ratio: float = 0.9, follow_ratio: float = 0.7) -> None:
+        self.graph = graph
+        self.qv = question_vec
+        self.sv = subgoal_vecs
+        self.q_ref = max((s for _, s in graph.rank(question_vec, limit=1)), default=1.0) or 1.0
+        self.s_ref = np.array([max((s for _, s in graph.rank(v, limit=1)), default=1.0) or 1.0 for v in subgoal_vecs])
+        self.keep_ratio, self.satisfy_ratio, self.follow_ratio = keep_ratio, satisfy_ratio, follow_ratio
+
+    def _lexical(self, text: str, goal: str) -> float:
+        want = set(content_words(goal))
+        return len(want & set(content_words(text))) / len(want) if want else 0.0
+
+    def decide(self, ctx: StepContext) -> ExploreOut:
+        vec = self.graph.row(ctx.event.id)
+        raw = " ".join(self.graph.source_lines(ctx.event)) + " " + ctx.event.summary
+        sub_sims = self.sv @ vec if len(self.sv) else np.zeros(0)
+        satisfied = [j for j, goal in enumerate(ctx.subgoals)
+                     if not ctx.satisfied[j] and sub_sims[j] >= self.satisfy_ratio * self.s_ref[j]
+                     and self._lexical(raw, goal) >= 0.5]
+        open_sims = [sub_sims[j] / self.s_ref[j] for j in range(len(ctx.subgoals)) if not ctx.satisfied[j]]
+        relevance = max([float(self.qv @ vec) / self.q_ref, *open_sims])
+        keep = relevance >= self.keep_ratio or bool(satisfied)
+        after = [s or (j in satisfied) for j, s in enumerate(ctx.satisfied)]
+        scored = []
+        for n in ctx.neighbours:
+            nv = self.graph.row(n.event_id)
+            open_goals = [j for j, s in enumerate(after) if not s]
+            score = max([float(self.qv @ nv) / self.q_ref] + [float(self.sv[j] @ nv) / self.s_ref[j] for j in open_goals])
+            if score >= self.follow_ratio:
+                scored.append((score, n.event_id))
+        nxt = [eid for _, eid in sorted(scored, reverse=True)[: ctx.max_next]]
+        action = "SKIP" if not keep else ("ANSWER" if all(after) and not nxt else "EXPAND")
+        return ExploreOut(action=action, next=nxt, satisfied=satisfied)
+
+
+class LLMPolicy:
+    def __init__(self, llm: LLMClient, graph: GraphView, show_relations: bool = True) -> None:
+        self.llm = llm
+        self.graph = graph
+        self.show_relations = show_relations
+
+    def decide(self, ctx: StepContext) -> ExploreOut:
+        g = self.graph
+        goals = "\n".join(f"{j}. [{'x' if s else ' '}] {t}" for j, (t, s) in enumerate(zip(ctx.subgoals, ctx.satisfied)))
+        kept = "\n".join(line for e in ctx.kept for line in g.source_lines(e))[-6000:] or "(none)"
+        if ctx.neighbours:
+            rows = []
+            for n in ctx.neighbours:
+                rel = f" ({n.hint(ctx.event.id)})" if self.show_relations else ""
+                rows.append(f"- {n.event_id}{rel}: {g.events[n.event_id].summary[:240]}")
+            neighbours = "\n".join(rows)
+        else:
+            neighbours = "(none)"
+        return self.llm.structured(
+            prompt("explore"), ExploreOut, question=ctx.question, subgoals=goals, kept=kept,
+            current_id=ctx.event.id, current_time=ctx.event.time.label(),
+            current_people=", ".join(ctx.event.participants) or "unknown",
+            current_text="\n".join(g.source_lines(ctx.event)) or ctx.event.summary,
+            neighbours=neighbours, max_next=ctx.max_next)
+
+
+def _explore(worker: int, frontier: Frontier, graph: GraphView, policy: ExplorerPolicy, question: str,
+             subgoals: list[str], max_next: int, use_relations: bool) -> None:
+    while True:
+        eid = frontier.take()
+        if eid is None:
+            return
+        try:
+            kept_ids, satisfied, seen = frontier.snapshot()
+            event = graph.events[eid]
+            neighbours = graph.neighbours(eid, visited=seen) if use_relations else []
+            ctx = StepContext(question, subgoals, satisfied, event, [graph.events[k] for k in kept_ids],
+                              neighbours, max_next)
+            out = policy.decide(ctx)
+            allowed = {n.event_id for n in neighbours}
+            nxt = [x for x in dict.fromkeys(out.next) if x in allowed][:max_next]
+            rejected = [x for x in out.next if x not in allowed]
+            newly = [j for j in out.satisfied if 0 <= j < len(subgoals)] if out.action != "SKIP" else []
+            step = TraceStep(explorer=worker, round=frontier.round, event_id=eid, action=out.action, next=nxt,
+                             satisfied=newly, rejected_next=rejected)
+            frontier.finish(eid, step, keep=out.action != "SKIP", newly_satisfied=newly, next_ids=nxt)
+            if out.action == "ANSWER":
+                return  # ANSWER ends this explorer's path; the others drain the queue
+        except BaseException as exc:  # surfaced to the caller after join
+            frontier.fail(exc)
+            return
+
+
+def run_explorers(n: int, frontier: Frontier, graph: GraphView, policy: ExplorerPolicy, question: str,
+                  subgoals: list[str], max_next: int, use_relations: bool) -> None:
+    threads = [threading.Thread(target=_explore, name=f"explorer-{i}", daemon=True,
+                                args=(i, frontier, graph, policy, question, subgoals, max_next, use_relations))
+               for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if frontier.error is not None:
+        raise frontier.error

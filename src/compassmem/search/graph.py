@@ -1,0 +1,102 @@
+"""A read-only snapshot of one namespace's Event Graph, loaded once per ask and shared by explorers.
+
+Explorers run in threads; a snapshot means they never touch the database or see a half-written step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import NamespaceNotFound
+from ..models import Event, Observation, Topic
+from ..store import Store
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    event_id: str
+    type: str
+    outgoing: bool  # True: current -[type]-> neighbour
+
+    def hint(self, current: str) -> str:
+        return f"{current} -[{self.type}]-> {self.event_id}" if self.outgoing else f"{self.event_id} -[{self.type}]-> {current}"
+
+
+@dataclass
+class GraphView:
+    namespace: str
+    events: dict[str, Event]
+    ids: list[str]
+    matrix: np.ndarray
+    adjacency: dict[str, list[Neighbour]]
+    topics: dict[str, Topic]
+    members: dict[str, list[str]]
+    observations: dict[str, Observation] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, store: Store, namespace: str) -> "GraphView":
+        if not store.has_namespace(namespace):
+            known = store.namespaces()
+            hint = f" (known: {', '.join(known[:10])})" if known else " (the database is empty)"
+            raise NamespaceNotFound(f"unknown namespace '{namespace}'{hint}")
+        events = {e.id: e for e in store.events(namespace)}
+        ids, mat = store.event_matrix(namespace)
+        adjacency: dict[str, list[Neighbour]] = {eid: [] for eid in events}
+        for r in store.relations(namespace):
+            if r.source in adjacency and r.target in adjacency and r.source != r.target:
+                adjacency[r.source].append(Neighbour(r.target, r.type, True))
+                adjacency[r.target].append(Neighbour(r.source, r.type, False))
+        members: dict[str, list[str]] = {}
+        for e in events.values():
+            if e.topic_id:
+                members.setdefault(e.topic_id, []).append(e.id)
+        observations = {o.id: o for o in store.observations(namespace)}
+        topics = {t.id: t for t in store.topics(namespace)}
+        return cls(namespace, events, ids, mat, adjacency, topics, members, observations)
+
+    @property
+    def empty(self) -> bool:
+        return not self.ids
+
+    def row(self, event_id: str) -> np.ndarray:
+        return self.matrix[self._index[event_id]]
+
+    def __post_init__(self) -> None:
+        self._index = {eid: i for i, eid in enumerate(self.ids)}
+
+    def rank(self, query: np.ndarray, limit: int | None = None, exclude: set[str] | None = None) -> list[tuple[str, float]]:
+        if self.empty:
+            return []
+        sims = self.matrix @ query
+        order = np.argsort(-sims, kind="stable")
+        out: list[tuple[str, float]] = []
+        for i in order:
+            eid = self.ids[i]
+            if exclude and eid in exclude:
+                continue
+            out.append((eid, float(sims[i])))
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def source_lines(self, event: Event) -> list[str]:
+        """The raw observations behind an event, in stream order: what roles read as evidence."""
+        return [self.observations[o].render() for o in event.observation_ids if o in self.observations]
+
+    def neighbours(self, event_id: str, visited: set[str] | None = None) -> list[Neighbour]:
+        seen: set[str] = set()
+        out = []
+        for n in self.adjacency.get(event_id, []):
+            if n.event_id in seen or (visited and n.event_id in visited):
+                continue
+            seen.add(n.event_id)
+            out.append(n)
+        return out
+
+
+def approx_tokens(text: str) -> int:
+    """Words × 4/3: close to BPE counts for English prose, and model-independent for comparisons."""
+    return math.ceil(len(text.split()) * 4 / 3)

@@ -1,0 +1,287 @@
+"""SQLite store: one file, WAL, foreign keys, one transaction per construction step.
+
+Vector search keeps one normalised numpy matrix per namespace in memory and drops it on any write
+to that namespace, so a read-heavy workload (asking) pays the load once.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from ..errors import StoreError
+from ..models import Event, EventTime, Observation, Relation, StepRecord, Topic, utcnow
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS namespaces (name TEXT PRIMARY KEY, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS observations (
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  id TEXT NOT NULL, step INTEGER NOT NULL, seq INTEGER NOT NULL, speaker TEXT, text TEXT NOT NULL,
+  time TEXT, date TEXT, meta TEXT NOT NULL, ingested_at TEXT NOT NULL,
+  PRIMARY KEY (namespace, id));
+CREATE INDEX IF NOT EXISTS obs_step ON observations(namespace, step, seq);
+CREATE TABLE IF NOT EXISTS steps (
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  step INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (namespace, step));
+CREATE TABLE IF NOT EXISTS events (
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  id TEXT NOT NULL, step INTEGER NOT NULL, summary TEXT NOT NULL, participants TEXT NOT NULL,
+  time TEXT NOT NULL, observation_ids TEXT NOT NULL, topic_id TEXT, history TEXT NOT NULL,
+  embedding BLOB NOT NULL, PRIMARY KEY (namespace, id));
+CREATE TABLE IF NOT EXISTS relations (
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  id TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL, type TEXT NOT NULL,
+  evidence TEXT NOT NULL, origin TEXT NOT NULL, confidence REAL NOT NULL, step INTEGER NOT NULL,
+  PRIMARY KEY (namespace, id),
+  FOREIGN KEY (namespace, source) REFERENCES events(namespace, id) ON DELETE CASCADE,
+  FOREIGN KEY (namespace, target) REFERENCES events(namespace, id) ON DELETE CASCADE);
+CREATE TABLE IF NOT EXISTS topics (
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  id TEXT NOT NULL, label TEXT NOT NULL, size INTEGER NOT NULL, centroid BLOB NOT NULL,
+  PRIMARY KEY (namespace, id));
+CREATE TABLE IF NOT EXISTS llm_cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created_at TEXT NOT NULL);
+"""
+
+
+def _blob(vec: np.ndarray) -> bytes:
+    return np.asarray(vec, dtype=np.float32).tobytes()
+
+
+def _unblob(b: bytes) -> np.ndarray:
+    return np.frombuffer(b, dtype=np.float32)
+
+
+def _normalise(m: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (m / norms).astype(np.float32)
+
+
+class SQLiteStore:
+    """Thread-safe (one connection behind a lock); readers never see half a step."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            parent = Path(self.path).expanduser().resolve().parent
+            if not parent.is_dir():
+                raise StoreError(f"cannot create database {self.path}: folder {parent} does not exist")
+        try:
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+            row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open database {self.path}: {exc}") from None
+        if row is None:
+            self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) != SCHEMA_VERSION:
+            raise StoreError(f"database {self.path} has schema v{row[0]}, this CompassMem reads v{SCHEMA_VERSION}")
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._matrices: dict[tuple[str, str], tuple[list[str], np.ndarray]] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock:
+            outer = self._depth == 0
+            if outer:
+                self._conn.execute("BEGIN IMMEDIATE")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if outer:
+                    self._conn.execute("ROLLBACK")
+                    self._matrices.clear()
+                raise
+            self._depth -= 1
+            if outer:
+                self._conn.execute("COMMIT")
+
+    def _exec(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
+        with self._lock:
+            return self._conn.execute(sql, args)
+
+    def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self._lock:
+            return self._conn.execute(sql, args).fetchall()
+
+    def _dirty(self, namespace: str) -> None:
+        self._matrices.pop((namespace, "events"), None)
+        self._matrices.pop((namespace, "topics"), None)
+
+    # ------------------------------------------------------------------ namespaces
+    def namespaces(self) -> list[str]:
+        return [r[0] for r in self._rows("SELECT name FROM namespaces ORDER BY name")]
+
+    def ensure_namespace(self, namespace: str) -> None:
+        self._exec("INSERT OR IGNORE INTO namespaces VALUES (?, ?)", (namespace, utcnow()))
+
+    def has_namespace(self, namespace: str) -> bool:
+        return bool(self._rows("SELECT 1 FROM namespaces WHERE name=?", (namespace,)))
+
+    def delete_namespace(self, namespace: str) -> None:
+        with self.transaction():
+            self._exec("DELETE FROM namespaces WHERE name=?", (namespace,))
+        self._dirty(namespace)
+
+    # ------------------------------------------------------------------ observations
+    def add_observations(self, observations: list[Observation]) -> None:
+        with self.transaction():
+            for o in observations:
+                self._exec(
+                    "INSERT OR REPLACE INTO observations VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (o.namespace, o.id, o.step, o.seq, o.speaker, o.text, o.time, o.date,
+                     json.dumps(o.meta), o.ingested_at),
+                )
+
+    @staticmethod
+    def _obs(r: tuple) -> Observation:
+        return Observation(namespace=r[0], id=r[1], step=r[2], seq=r[3], speaker=r[4], text=r[5],
+                           time=r[6], date=r[7], meta=json.loads(r[8]), ingested_at=r[9])
+
+    def get_observations(self, namespace: str, ids: list[str]) -> list[Observation]:
+        found: dict[str, Observation] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            for r in self._rows(f"SELECT * FROM observations WHERE namespace=? AND id IN ({marks})",
+                                (namespace, *chunk)):
+                found[r[1]] = self._obs(r)
+        return sorted(found.values(), key=lambda o: (o.step, o.seq))
+
+    def observations(self, namespace: str, step: int | None = None) -> list[Observation]:
+        if step is None:
+            rows = self._rows("SELECT * FROM observations WHERE namespace=? ORDER BY step, seq", (namespace,))
+        else:
+            rows = self._rows("SELECT * FROM observations WHERE namespace=? AND step=? ORDER BY seq",
+                              (namespace, step))
+        return [self._obs(r) for r in rows]
+
+    # ------------------------------------------------------------------ steps
+    def get_step(self, namespace: str, step: int) -> StepRecord | None:
+        rows = self._rows("SELECT record FROM steps WHERE namespace=? AND step=?", (namespace, step))
+        return StepRecord.model_validate_json(rows[0][0]) if rows else None
+
+    def put_step(self, record: StepRecord) -> None:
+        self._exec("INSERT OR REPLACE INTO steps VALUES (?,?,?)",
+                   (record.namespace, record.step, record.model_dump_json()))
+
+    def steps(self, namespace: str) -> list[StepRecord]:
+        rows = self._rows("SELECT record FROM steps WHERE namespace=? ORDER BY step", (namespace,))
+        return [StepRecord.model_validate_json(r[0]) for r in rows]
+
+    # ------------------------------------------------------------------ events
+    def put_event(self, event: Event, embedding: np.ndarray) -> None:
+        self._exec(
+            "INSERT OR REPLACE INTO events VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (event.namespace, event.id, event.step, event.summary, json.dumps(event.participants),
+             event.time.model_dump_json(), json.dumps(event.observation_ids), event.topic_id,
+             json.dumps(event.history), _blob(embedding)),
+        )
+        self._dirty(event.namespace)
+
+    @staticmethod
+    def _event(r: tuple) -> Event:
+        return Event(namespace=r[0], id=r[1], step=r[2], summary=r[3], participants=json.loads(r[4]),
+                     time=EventTime.model_validate_json(r[5]), observation_ids=json.loads(r[6]),
+                     topic_id=r[7], history=json.loads(r[8]))
+
+    _EVENT_COLS = "namespace,id,step,summary,participants,time,observation_ids,topic_id,history"
+
+    def get_event(self, namespace: str, event_id: str) -> Event | None:
+        rows = self._rows(f"SELECT {self._EVENT_COLS} FROM events WHERE namespace=? AND id=?", (namespace, event_id))
+        return self._event(rows[0]) if rows else None
+
+    def events(self, namespace: str) -> list[Event]:
+        rows = self._rows(f"SELECT {self._EVENT_COLS} FROM events WHERE namespace=? ORDER BY rowid", (namespace,))
+        return [self._event(r) for r in rows]
+
+    def _matrix(self, namespace: str, table: str, col: str) -> tuple[list[str], np.ndarray]:
+        key = (namespace, table)
+        with self._lock:
+            cached = self._matrices.get(key)
+            if cached is not None:
+                return cached
+            rows = self._conn.execute(
+                f"SELECT id, {col} FROM {table} WHERE namespace=? ORDER BY rowid", (namespace,)
+            ).fetchall()
+            ids = [r[0] for r in rows]
+            mat = _normalise(np.stack([_unblob(r[1]) for r in rows])) if rows else np.zeros((0, 0), np.float32)
+            self._matrices[key] = (ids, mat)
+            return ids, mat
+
+    def event_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
+        return self._matrix(namespace, "events", "embedding")
+
+    def search_events(self, namespace: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        ids, mat = self.event_matrix(namespace)
+        if not ids or k <= 0:
+            return []
+        q = np.asarray(query, dtype=np.float32)
+        q = q / (np.linalg.norm(q) or 1.0)
+        sims = mat @ q
+        k = min(k, len(ids))
+        top = np.argpartition(-sims, k - 1)[:k]
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return [(ids[i], float(sims[i])) for i in top]
+
+    # ------------------------------------------------------------------ relations
+    def add_relation(self, relation: Relation) -> None:
+        r = relation
+        self._exec("INSERT OR REPLACE INTO relations VALUES (?,?,?,?,?,?,?,?,?)",
+                   (r.namespace, r.id, r.source, r.target, r.type, json.dumps(r.evidence), r.origin,
+                    r.confidence, r.step))
+
+    def relations(self, namespace: str) -> list[Relation]:
+        rows = self._rows("SELECT * FROM relations WHERE namespace=? ORDER BY rowid", (namespace,))
+        return [Relation(namespace=r[0], id=r[1], source=r[2], target=r[3], type=r[4],
+                         evidence=json.loads(r[5]), origin=r[6], confidence=r[7], step=r[8]) for r in rows]
+
+    # ------------------------------------------------------------------ topics
+    def put_topic(self, topic: Topic, centroid: np.ndarray) -> None:
+        self._exec("INSERT OR REPLACE INTO topics VALUES (?,?,?,?,?)",
+                   (topic.namespace, topic.id, topic.label, topic.size, _blob(centroid)))
+        self._dirty(topic.namespace)
+
+    def delete_topic(self, namespace: str, topic_id: str) -> None:
+        self._exec("DELETE FROM topics WHERE namespace=? AND id=?", (namespace, topic_id))
+        self._dirty(namespace)
+
+    def topics(self, namespace: str) -> list[Topic]:
+        rows = self._rows("SELECT namespace,id,label,size FROM topics WHERE namespace=? ORDER BY rowid", (namespace,))
+        return [Topic(namespace=r[0], id=r[1], label=r[2], size=r[3]) for r in rows]
+
+    def topic_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
+        return self._matrix(namespace, "topics", "centroid")
+
+    def set_event_topics(self, namespace: str, assignment: dict[str, str]) -> None:
+        with self.transaction():
+            for event_id, topic_id in assignment.items():
+                self._exec("UPDATE events SET topic_id=? WHERE namespace=? AND id=?", (topic_id, namespace, event_id))
+
+    # ------------------------------------------------------------------ cache
+    def cache_get(self, key: str) -> str | None:
+        rows = self._rows("SELECT value FROM llm_cache WHERE key=?", (key,))
+        return rows[0][0] if rows else None
+
+    def cache_put(self, key: str, value: str) -> None:
+        self._exec("INSERT OR REPLACE INTO llm_cache VALUES (?,?,?)", (key, value, utcnow()))

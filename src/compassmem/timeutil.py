@@ -1,0 +1,194 @@
+"""World-time parsing and relative-time resolution ("yesterday" said on 8 May 2023 → 2023-05-07).
+
+Used by construction (event times) and by the offline responder (when-questions), so both agree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+MONTHS = {m: i + 1 for i, m in enumerate(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+     "november", "december"])}
+MONTHS.update({k[:3]: v for k, v in list(MONTHS.items())})
+MONTHS["sept"] = 9
+WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+           "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple of": 2, "a couple of": 2, "several": 3}
+
+_MON = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MON},?\s+(\d{{4}})\b", re.I)
+_MDY = re.compile(rf"\b{_MON}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_MY = re.compile(rf"\b{_MON}\s+(\d{{4}})\b", re.I)
+_YEAR = re.compile(r"\b(?:in|since|during|back in)\s+((?:19|20)\d{2})\b", re.I)
+
+_NUM = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|a few|couple of|a couple of|several)"
+_REL = re.compile(
+    rf"\b(yesterday|today|tonight|this morning|this afternoon|this evening|tomorrow|"
+    rf"last night|the other day|recently|"
+    rf"(?:last|this|next|past)\s+(?:week|weekend|month|year|summer|winter|spring|fall|autumn|"
+    rf"{'|'.join(WEEKDAYS)})|"
+    rf"{_NUM}\s+(?:day|week|month|year)s?\s+ago|"
+    rf"(?:the\s+)?(?:day|week|month|year)\s+before|"
+    rf"in\s+{_NUM}\s+(?:day|week|month|year)s?)\b",
+    re.I,
+)
+
+
+def _month(name: str) -> int:
+    return MONTHS[name.lower()[:3]]
+
+
+def parse_date(text: str | None) -> date | None:
+    """An absolute date in LoCoMo style ('1:56 pm on 8 May, 2023'), ISO, or 'May 8, 2023'."""
+    if not text:
+        return None
+    for rx, order in ((_ISO, "ymd"), (_DMY, "dmy"), (_MDY, "mdy")):
+        m = rx.search(text)
+        if not m:
+            continue
+        try:
+            if order == "ymd":
+                return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+            if order == "dmy":
+                return date(int(m.group(3)), _month(m.group(2)), int(m.group(1)))
+            return date(int(m.group(3)), _month(m.group(1)), int(m.group(2)))
+        except (ValueError, KeyError):
+            continue
+    return None
+
+
+def fmt(d: date) -> str:
+    """The human form LoCoMo answers use: '7 May 2023'."""
+    return f"{d.day} {d.strftime('%B')} {d.year}"
+
+
+@dataclass(frozen=True)
+class ResolvedTime:
+    expression: str
+    start: date
+    end: date
+    label: str  # human phrase, e.g. "7 May 2023", "the week before 8 May 2023", "2022"
+
+
+def _count(word: str) -> int:
+    word = word.lower().strip()
+    if word.isdigit():
+        return int(word)
+    return NUMBERS.get(word, NUMBERS.get(word.replace("a ", ""), 1))
+
+
+def _shift_months(d: date, months: int) -> date:
+    y, m = divmod(d.month - 1 + months, 12)
+    return date(d.year + y, m + 1, min(d.day, 28))
+
+
+def resolve(expression: str, anchor: date) -> ResolvedTime | None:
+    e = expression.lower().strip()
+    one = timedelta(days=1)
+    if e in ("today", "tonight", "this morning", "this afternoon", "this evening"):
+        return ResolvedTime(expression, anchor, anchor, fmt(anchor))
+    if e in ("yesterday", "last night"):
+        d = anchor - one
+        return ResolvedTime(expression, d, d, fmt(d))
+    if e == "tomorrow":
+        d = anchor + one
+        return ResolvedTime(expression, d, d, fmt(d))
+    m = re.match(rf"{_NUM}\s+(day|week|month|year)s?\s+ago", e)
+    if m:
+        n, unit = _count(m.group(1)), m.group(2)
+        if unit == "day":
+            d = anchor - timedelta(days=n)
+            return ResolvedTime(expression, d, d, fmt(d))
+        if unit == "week":
+            d = anchor - timedelta(weeks=n)
+            return ResolvedTime(expression, d, d, f"{n} week{'s' * (n > 1)} before {fmt(anchor)}")
+        if unit == "month":
+            d = _shift_months(anchor, -n)
+            return ResolvedTime(expression, d, d, f"{d.strftime('%B')} {d.year}")
+        return ResolvedTime(expression, date(anchor.year - n, 1, 1), date(anchor.year - n, 12, 31), str(anchor.year - n))
+    m = re.match(r"(last|this|next|past)\s+(\w+)", e)
+    if m:
+        which, unit = m.group(1), m.group(2)
+        sign = {"last": -1, "past": -1, "this": 0, "next": 1}[which]
+        if unit in WEEKDAYS:
+            target = WEEKDAYS.index(unit)
+            delta = (anchor.weekday() - target) % 7 or 7
+            d = anchor - timedelta(days=delta) if sign <= 0 else anchor + timedelta(days=((target - anchor.weekday()) % 7 or 7))
+            return ResolvedTime(expression, d, d, fmt(d))
+        if unit in ("week", "weekend"):
+            if sign == 0:
+                return ResolvedTime(expression, anchor, anchor, f"the week of {fmt(anchor)}")
+            start = anchor + timedelta(weeks=sign) - timedelta(days=anchor.weekday())
+            end = start + timedelta(days=6)
+            side = "before" if sign < 0 else "after"
+            return ResolvedTime(expression, start, end, f"the {unit} {side} {fmt(anchor)}")
+        if unit == "month":
+            d = _shift_months(anchor, sign)
+            return ResolvedTime(expression, d.replace(day=1), d, f"{d.strftime('%B')} {d.year}")
+        if unit == "year":
+            y = anchor.year + sign
+            return ResolvedTime(expression, date(y, 1, 1), date(y, 12, 31), str(y))
+        if unit in ("summer", "winter", "spring", "fall", "autumn"):
+            y = anchor.year + (sign if sign != 0 else 0)
+            if sign < 0 and unit == "summer" and anchor.month > 8:
+                y = anchor.year
+            return ResolvedTime(expression, date(y, 1, 1), date(y, 12, 31), f"{unit} {y}")
+    m = re.match(r"(?:the\s+)?(day|week|month|year)\s+before", e)
+    if m:
+        return resolve(f"{'yesterday' if m.group(1) == 'day' else 'last ' + m.group(1)}", anchor)
+    if e in ("recently", "the other day"):
+        d = anchor - timedelta(days=3)
+        return ResolvedTime(expression, d, anchor, f"shortly before {fmt(anchor)}")
+    return None
+
+
+def find_expressions(text: str) -> list[str]:
+    """Relative and absolute time expressions in a text, in order of appearance."""
+    found: list[tuple[int, str]] = [(m.start(), m.group(0)) for m in _REL.finditer(text)]
+    for rx in (_DMY, _MDY, _ISO, _MY, _YEAR):
+        found += [(m.start(), m.group(0)) for m in rx.finditer(text)]
+    found.sort()
+    out: list[str] = []
+    for _, s in found:
+        if s not in out:
+            out.append(s)
+    return out
+
+
+def resolve_in_text(text: str, anchor: date | None) -> ResolvedTime | None:
+    """The first time expression in a text, made absolute against the anchor when relative."""
+    for expr in find_expressions(text):
+        absolute = parse_date(expr)
+        if absolute:
+            return ResolvedTime(expr, absolute, absolute, fmt(absolute))
+        m = _MY.fullmatch(expr)
+        if m:
+            mon = _month(m.group(1))
+            return ResolvedTime(expr, date(int(m.group(2)), mon, 1), date(int(m.group(2)), mon, 28),
+                                f"{m.group(1).capitalize()} {m.group(2)}")
+        m = _YEAR.fullmatch(expr)
+        if m:
+            y = int(m.group(1))
+            return ResolvedTime(expr, date(y, 1, 1), date(y, 12, 31), str(y))
+        if anchor is not None:
+            r = resolve(expr, anchor)
+            if r:
+                return r
+    return None
+
+
+def iso(d: date | None) -> str | None:
+    return d.isoformat() if d else None
+
+
+def from_iso(s: str | None) -> date | None:
+    if not s:
+        return None
+    try:
+        return datetime.fromisoformat(s).date()
+    except ValueError:
+        return None
