@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable
 from .config import Settings
 from .construct import Constructor
 from .embed import make_embedder
-from .errors import InputError
+from .errors import ConfigError, InputError
 from .ingest import Dataset, StepInput
 from .llm import make_llm
 from .models import Answer, Event, Observation, StepRecord
@@ -20,12 +20,19 @@ from .store import Store, open_store
 
 
 class Memory:
-    def __init__(self, db: str | Path = ":memory:", llm: str | None = "none", embedder: str = "minilm",
+    def __init__(self, db: str | Path = ":memory:", llm: str | None = "none", embedder: str | None = None,
                  settings: Settings | None = None, base_url: str | None = None, api_key: str | None = None,
                  store: Store | None = None) -> None:
         self.settings = settings or Settings()
         self.store = store or open_store(db)
+        built_with = self.store.get_meta("embedder")
+        embedder = embedder or built_with or "minilm"
+        if built_with is not None and built_with != embedder:
+            raise ConfigError(f"this database was built with embedder '{built_with}', not '{embedder}'; "
+                              f"pass --embedder {built_with}")
         self.embedder = make_embedder(embedder, base_url=base_url, api_key=api_key)
+        if built_with is None:
+            self.store.set_meta("embedder", embedder)
         self.llm = make_llm(llm, self.settings.llm, cache=self.store, base_url=base_url, api_key=api_key)
         self.constructor = Constructor(self.store, self.embedder,
                                        construction_roles(self.llm, self.embedder, self.settings),

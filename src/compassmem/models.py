@@ -10,7 +10,7 @@ import re
 from datetime import datetime, timezone
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 _SNAKE_RE = re.compile(r"[^a-z0-9]+")
 
@@ -40,6 +40,14 @@ class Observation(BaseModel):
     date: str | None = Field(default=None, description="ISO date of the world time, when parseable")
     meta: dict[str, str] = Field(default_factory=dict)
     ingested_at: str = Field(default_factory=utcnow)
+
+    @model_validator(mode="after")
+    def _derive_date(self) -> "Observation":
+        if self.date is None and self.time:
+            from .timeutil import iso, parse_date
+
+            object.__setattr__(self, "date", iso(parse_date(self.time)))
+        return self
 
     def render(self) -> str:
         """How an observation is shown to a role: time, speaker, text."""

@@ -30,7 +30,7 @@ def construction_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings
 def search_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings: Settings) -> SearchRoles:
     if llm is None:
         return SearchRoles(OfflinePlanner(), OfflineStartSelector(),
-                           lambda graph, qv, sv: OfflinePolicy(graph, qv, sv), OfflineResponder(embedder))
+                           lambda graph, sims: OfflinePolicy(graph, sims), OfflineResponder(embedder))
     show = settings.search.use_relations
-    return SearchRoles(LLMPlanner(llm), LLMStartSelector(llm), lambda graph, qv, sv: LLMPolicy(llm, graph, show),
+    return SearchRoles(LLMPlanner(llm), LLMStartSelector(llm), lambda graph, sims: LLMPolicy(llm, graph, show),
                        LLMResponder(llm))

@@ -21,7 +21,7 @@ from ..timeutil import iso, parse_date, resolve_in_text
 from . import topics as topic_ops
 from .fuse import FusionJudge, decide, merge_into
 from .relate import RelationExtractor
-from .segment import DraftEvent, Segmenter
+from .segment import DraftEvent, Segmenter, observation_text
 
 
 @dataclass
@@ -120,7 +120,7 @@ class Constructor:
              world_date, digest: str, skipped: list[str]) -> StepRecord:
         store, s = self.store, self.settings
         store.ensure_namespace(namespace)
-        store.add_observations(observations)
+        store.add_observations(observations, self.embedder.embed([observation_text(o) for o in observations]))
         drafts = self.roles.segmenter.segment(step, observations, world_time)
         events = self._events_from_drafts(namespace, step, drafts, observations, world_date, skipped)
         if not events:
@@ -128,7 +128,6 @@ class Constructor:
         record = StepRecord(namespace=namespace, step=step, content_hash=digest, observations=len(observations))
         drafts_rel = self.roles.relations.relate(step, observations, events)
         vecs = self.embedder.embed([e.embed_text() for e in events])
-        obs_order = {o.id: (o.step, o.seq) for o in store.observations(namespace)}
         final_id: dict[int, str] = {}
         judge_calls = 0
         cross: list[Relation] = []
@@ -140,7 +139,8 @@ class Constructor:
             judge_calls += used
             if decisions[0].kind == "merge":
                 target = decisions[0].target
-                fused = merge_into(target, event, obs_order)
+                span = store.get_observations(namespace, target.observation_ids + event.observation_ids)
+                fused = merge_into(target, event, {o.id: (o.step, o.seq) for o in span})
                 store.put_event(fused, self.embedder.embed([fused.embed_text()])[0])
                 final_id[i] = fused.id
                 record.events_merged += 1
@@ -174,7 +174,7 @@ class Constructor:
             store.add_relation(rel)
         record.relations = n_rel + len(cross)
         record.cross_relations = len(cross)
-        n_steps = len(store.steps(namespace)) + 1
+        n_steps = store.step_count(namespace) + 1
         if n_steps % s.recluster_every == 0:
             topic_ops.recluster(store, namespace, s, self.roles.labeler)
             record.topics_reclustered = True

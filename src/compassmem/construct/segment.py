@@ -57,6 +57,11 @@ def participants_of(observations: list[Observation], limit: int = 3) -> list[str
     return out[:limit]
 
 
+def observation_text(o: Observation) -> str:
+    """What an observation is embedded by: its text plus the caption of a shared image."""
+    return o.text + (f" [image: {o.meta['image']}]" if o.meta.get("image") else "")
+
+
 def extractive_summary(observations: list[Observation], per_turn: int = 320, total: int = 1400) -> str:
     parts: list[str] = []
     used = 0
@@ -83,12 +88,12 @@ class OfflineSegmenter:
     def segment(self, step: int, observations: list[Observation], world_time: str | None) -> list[DraftEvent]:
         if not observations:
             return []
-        vecs = self.embedder.embed([o.text + (f" {o.meta['image']}" if o.meta.get("image") else "") for o in observations])
+        vecs = self.embedder.embed([observation_text(o) for o in observations])
         groups: list[list[int]] = [[0]]
         centroid = vecs[0].copy()
         for i in range(1, len(observations)):
             group = groups[-1]
-            sim = float(vecs[i] @ (centroid / (np.linalg.norm(centroid) or 1.0)))
+            sim = max(float(vecs[i] @ (centroid / (np.linalg.norm(centroid) or 1.0))), float(vecs[i] @ vecs[i - 1]))
             asked = observations[i - 1].text.rstrip().endswith("?")
             shift = sim < self.settings.boundary_threshold and len(group) >= 2 and not asked
             if shift or len(group) >= self.settings.max_event_turns:

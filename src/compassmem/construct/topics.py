@@ -8,7 +8,7 @@ from typing import Protocol
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from sklearn.cluster import KMeans
+from sklearn.cluster import KMeans, MiniBatchKMeans
 
 from ..config import ConstructionSettings
 from ..embed import l2_normalise
@@ -69,13 +69,11 @@ def assign_online(store: Store, namespace: str, event: Event, vec: np.ndarray, s
         best = int(np.argmax(sims))
         if sims[best] >= settings.topic_delta:
             tid = ids[best]
-            members = [e for e in store.events(namespace) if e.topic_id == tid]
-            e_ids, e_mat = store.event_matrix(namespace)
-            rows = [e_ids.index(m.id) for m in members if m.id in e_ids]
-            centroid = l2_normalise(np.vstack([e_mat[rows], vec[None]]).mean(axis=0))
-            old = next(t for t in store.topics(namespace) if t.id == tid)
-            store.put_topic(old.model_copy(update={"size": len(members) + 1}), centroid)
-            return tid
+            old = store.get_topic(namespace, tid)
+            if old is not None:  # running mean: centroid·size + new, renormalised
+                centroid = l2_normalise(mat[best] * old.size + vec)
+                store.put_topic(old.model_copy(update={"size": old.size + 1}), centroid)
+                return tid
     tid = f"t{_next_topic_id(store, namespace)}"
     store.put_topic(Topic(id=tid, namespace=namespace, label=labeler.label([event]), size=1), vec)
     return tid
@@ -89,7 +87,10 @@ def recluster(store: Store, namespace: str, settings: ConstructionSettings, labe
     if len(ids) < 2:
         return len(store.topics(namespace))
     k = n_clusters(len(ids), settings)
-    labels = KMeans(n_clusters=k, random_state=42, n_init=10).fit_predict(mat)
+    if len(ids) <= 20_000:  # the paper's setting
+        labels = KMeans(n_clusters=k, random_state=42, n_init=10).fit_predict(mat)
+    else:  # same objective, bounded cost for very large namespaces
+        labels = MiniBatchKMeans(n_clusters=k, random_state=42, n_init=3, batch_size=4096).fit_predict(mat)
     old_topics = store.topics(namespace)
     old_ids = [t.id for t in old_topics]
     overlap = np.zeros((k, len(old_ids)))

@@ -20,7 +20,7 @@ from .localize import StartSelector, candidates_for
 from .planner import Planner
 from .responder import Responder, evidence_lines
 
-PolicyFactory = Callable[[GraphView, np.ndarray, np.ndarray], ExplorerPolicy]
+PolicyFactory = Callable[[GraphView, np.ndarray], ExplorerPolicy]  # (graph, events × [q, subgoals] sims)
 
 
 @dataclass
@@ -70,8 +70,9 @@ class SearchEngine:
         subgoals = subgoals or [question]
         qv = self.embedder.embed([question])[0]
         sv = self.embedder.embed(subgoals)
-        policy = roles.policy(graph, qv, sv)
-        frontier = Frontier(sv, qv, graph.row, s.max_steps)
+        sims = graph.similarity(np.vstack([qv[None], sv]))
+        policy = roles.policy(graph, sims)
+        frontier = Frontier(sims, graph.index, s.max_steps)
 
         cands = candidates_for(graph, qv, s)
         starts = roles.selector.select(question, subgoals, cands, graph, sv, s.max_start_nodes)

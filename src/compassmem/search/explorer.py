@@ -38,13 +38,12 @@ class OfflinePolicy:
     """Similarity-calibrated decisions. Thresholds are fractions of the best similarity any event has to
     the question / subgoal, so they work for any embedder without retuning."""
 
-    def __init__(self, graph: GraphView, question_vec: np.ndarray, subgoal_vecs: np.ndarray,
-                 keep_ratio: float = 0.8, satisfy_ratio: float = 0.9, follow_ratio: float = 0.7) -> None:
+    def __init__(self, graph: GraphView, sims: np.ndarray, keep_ratio: float = 0.8, satisfy_ratio: float = 0.9,
+                 follow_ratio: float = 0.7) -> None:
         self.graph = graph
-        self.qv = question_vec
-        self.sv = subgoal_vecs
-        self.q_ref = max((s for _, s in graph.rank(question_vec, limit=1)), default=1.0) or 1.0
-        self.s_ref = np.array([max((s for _, s in graph.rank(v, limit=1)), default=1.0) or 1.0 for v in subgoal_vecs])
+        ref = sims.max(axis=0)
+        ref[ref <= 0] = 1.0
+        self.rel = sims / ref  # events × [question, subgoals], 1.0 = the best event for that column
         self.keep_ratio, self.satisfy_ratio, self.follow_ratio = keep_ratio, satisfy_ratio, follow_ratio
 
     def _lexical(self, text: str, goal: str) -> float:
@@ -52,21 +51,19 @@ class OfflinePolicy:
         return len(want & set(content_words(text))) / len(want) if want else 0.0
 
     def decide(self, ctx: StepContext) -> ExploreOut:
-        vec = self.graph.row(ctx.event.id)
+        rel = self.rel[self.graph.index(ctx.event.id)]
         raw = " ".join(self.graph.source_lines(ctx.event)) + " " + ctx.event.summary
-        sub_sims = self.sv @ vec if len(self.sv) else np.zeros(0)
         satisfied = [j for j, goal in enumerate(ctx.subgoals)
-                     if not ctx.satisfied[j] and sub_sims[j] >= self.satisfy_ratio * self.s_ref[j]
-                     and self._lexical(raw, goal) >= 0.5]
-        open_sims = [sub_sims[j] / self.s_ref[j] for j in range(len(ctx.subgoals)) if not ctx.satisfied[j]]
-        relevance = max([float(self.qv @ vec) / self.q_ref, *open_sims])
-        keep = relevance >= self.keep_ratio or bool(satisfied)
+                     if not ctx.satisfied[j] and rel[j + 1] >= self.satisfy_ratio and self._lexical(raw, goal) >= 0.5]
+        open_cols = [j + 1 for j in range(len(ctx.subgoals)) if not ctx.satisfied[j]]
+        relevance = float(rel[[0, *open_cols]].max())
+        lexical = max(self._lexical(raw, g) for g in [ctx.question, *ctx.subgoals])
+        keep = relevance >= self.keep_ratio or lexical >= 0.6 or bool(satisfied)
         after = [s or (j in satisfied) for j, s in enumerate(ctx.satisfied)]
         scored = []
         for n in ctx.neighbours:
-            nv = self.graph.row(n.event_id)
-            open_goals = [j for j, s in enumerate(after) if not s]
-            score = max([float(self.qv @ nv) / self.q_ref] + [float(self.sv[j] @ nv) / self.s_ref[j] for j in open_goals])
+            nrel = self.rel[self.graph.index(n.event_id)]
+            score = float(nrel[[0] + [j + 1 for j, s in enumerate(after) if not s]].max())
             if score >= self.follow_ratio:
                 scored.append((score, n.event_id))
         nxt = [eid for _, eid in sorted(scored, reverse=True)[: ctx.max_next]]

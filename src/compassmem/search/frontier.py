@@ -19,11 +19,10 @@ from ..models import TraceStep
 
 
 class Frontier:
-    def __init__(self, subgoal_vecs: np.ndarray, question_vec: np.ndarray, row_of, max_steps: int) -> None:
-        self.subgoal_vecs = subgoal_vecs
-        self.question_vec = question_vec
-        self.row_of = row_of  # event id -> normalised embedding
-        self.satisfied = [False] * len(subgoal_vecs)
+    def __init__(self, sims: np.ndarray, index_of, max_steps: int) -> None:
+        self.sims = sims  # events × (question, subgoal 1..K) similarity table
+        self.index_of = index_of  # event id -> row of sims
+        self.satisfied = [False] * (sims.shape[1] - 1)
         self.visited: set[str] = set()
         self.kept: list[str] = []
         self.kept_subgoals: dict[str, list[int]] = {}
@@ -42,11 +41,9 @@ class Frontier:
     # ------------------------------------------------------------------ priorities
     def priority(self, event_id: str) -> float:
         """max over unsatisfied subgoals of sim(event, subgoal); the question itself once all are met."""
-        vec = self.row_of(event_id)
-        open_rows = [i for i, s in enumerate(self.satisfied) if not s]
-        if open_rows:
-            return float(np.max(self.subgoal_vecs[open_rows] @ vec))
-        return float(self.question_vec @ vec)
+        row = self.sims[self.index_of(event_id)]
+        open_cols = [j + 1 for j, s in enumerate(self.satisfied) if not s]
+        return float(row[open_cols].max()) if open_cols else float(row[0])
 
     def _reprioritise(self) -> None:
         items = [(-self.priority(eid), c, eid) for _, c, eid in self._heap]

@@ -35,6 +35,8 @@ class GraphView:
     topics: dict[str, Topic]
     members: dict[str, list[str]]
     observations: dict[str, Observation] = field(default_factory=dict)
+    obs_matrix: np.ndarray | None = None
+    obs_event: np.ndarray | None = None  # row of obs_matrix -> row of matrix
 
     @classmethod
     def load(cls, store: Store, namespace: str) -> "GraphView":
@@ -55,7 +57,13 @@ class GraphView:
                 members.setdefault(e.topic_id, []).append(e.id)
         observations = {o.id: o for o in store.observations(namespace)}
         topics = {t.id: t for t in store.topics(namespace)}
-        return cls(namespace, events, ids, mat, adjacency, topics, members, observations)
+        obs_ids, obs_mat = store.observation_matrix(namespace)
+        row = {eid: i for i, eid in enumerate(ids)}
+        owner = {o: row[e.id] for e in events.values() for o in e.observation_ids if e.id in row}
+        keep = [i for i, o in enumerate(obs_ids) if o in owner]
+        obs_event = np.array([owner[obs_ids[i]] for i in keep], dtype=np.int64)
+        return cls(namespace, events, ids, mat, adjacency, topics, members, observations,
+                   obs_mat[keep] if keep else None, obs_event if keep else None)
 
     @property
     def empty(self) -> bool:
@@ -67,10 +75,25 @@ class GraphView:
     def __post_init__(self) -> None:
         self._index = {eid: i for i, eid in enumerate(self.ids)}
 
+    def index(self, event_id: str) -> int:
+        return self._index[event_id]
+
+    def similarity(self, queries: np.ndarray) -> np.ndarray:
+        """events × queries. An event scores the better of its own embedding and its best source
+        observation, so one precise turn inside a long event is not averaged away."""
+        q = np.atleast_2d(queries).T
+        sims = self.matrix @ q
+        if self.obs_matrix is not None:
+            per_obs = self.obs_matrix @ q
+            best = np.full_like(sims, -1.0)
+            np.maximum.at(best, self.obs_event, per_obs)
+            sims = np.maximum(sims, best)
+        return sims
+
     def rank(self, query: np.ndarray, limit: int | None = None, exclude: set[str] | None = None) -> list[tuple[str, float]]:
         if self.empty:
             return []
-        sims = self.matrix @ query
+        sims = self.similarity(query)[:, 0]
         order = np.argsort(-sims, kind="stable")
         out: list[tuple[str, float]] = []
         for i in order:

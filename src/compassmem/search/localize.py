@@ -48,7 +48,8 @@ def candidates_for(graph: GraphView, query: np.ndarray, settings: SearchSettings
         members = [m for m in graph.members.get(tid, []) if m not in chosen and not (exclude and m in exclude)]
         if not members:
             continue
-        rows = np.array([graph.row(m) @ query for m in members])
+        all_sims = graph.similarity(query)[:, 0]
+        rows = np.array([all_sims[graph.index(m)] for m in members])
         for idx in np.argsort(-rows, kind="stable")[: settings.per_topic]:
             eid = members[int(idx)]
             chosen.add(eid)
@@ -63,10 +64,9 @@ class OfflineStartSelector:
         if not candidates:
             return []
         ids = [c.event_id for c in candidates]
-        mat = np.stack([graph.row(e) for e in ids])
         picks: list[str] = []
         if len(subgoal_vecs):
-            cover = mat @ subgoal_vecs.T  # candidates × subgoals
+            cover = graph.similarity(subgoal_vecs)[[graph.index(e) for e in ids]]  # candidates × subgoals
             for j in range(cover.shape[1]):
                 best = ids[int(np.argmax(cover[:, j]))]
                 if best not in picks:

@@ -13,6 +13,7 @@ from ..models import Event, Observation
 from ..prompts import prompt
 from ..schemas import RespondOut
 from ..timeutil import fmt, from_iso, resolve_in_text
+from ..construct.segment import observation_text
 from .graph import approx_tokens
 from .planner import content_words
 
@@ -49,12 +50,8 @@ class OfflineResponder:
         self.embedder = embedder
 
     def _best(self, question: str, observations: list[Observation]) -> Observation:
-        texts = [o.text + (f" {o.meta['image']}" if o.meta.get("image") else "") for o in observations]
-        vecs = self.embedder.embed(texts)
-        qv = self.embedder.embed([question])[0]
-        want = set(content_words(question))
-        lexical = np.array([len(want & set(content_words(t))) / (len(want) or 1) for t in texts])
-        score = vecs @ qv + 0.5 * lexical
+        texts = [observation_text(o) for o in observations]
+        score = self._score(question, texts)
         return observations[int(np.argmax(score))]
 
     def respond(self, question: str, events: list[Event], observations: list[Observation], max_tokens: int) -> str:
@@ -68,14 +65,20 @@ class OfflineResponder:
                 return resolved.label
             if anchor:
                 return fmt(anchor)
-        clauses = [c.strip() for c in re.split(r"(?<=[.!?;])\s+|,\s+(?=but|and|so|because)", best.text) if c.strip()]
+        clauses = [c.strip() for c in re.split(r"(?<=[.!?;])\s+|,\s+(?=but|and|so|because)", best.text)
+                   if len(c.split()) >= 4]
         if len(clauses) <= 1:
             return best.text.strip()
-        want = set(content_words(question))
+        return clauses[int(np.argmax(self._score(question, clauses)))]
+
+    def _score(self, question: str, texts: list[str]) -> np.ndarray:
+        """Meaning + keyword overlap + a small preference for substantive (longer) texts."""
+        vecs = self.embedder.embed(texts)
         qv = self.embedder.embed([question])[0]
-        cv = self.embedder.embed(clauses)
-        score = cv @ qv + 0.5 * np.array([len(want & set(content_words(c))) / (len(want) or 1) for c in clauses])
-        return clauses[int(np.argmax(score))]
+        want = set(content_words(question))
+        lexical = np.array([len(want & set(content_words(t))) / (len(want) or 1) for t in texts])
+        length = np.array([min(len(t.split()), 20) / 20 for t in texts])
+        return vecs @ qv + 0.5 * lexical + 0.15 * length
 
 
 class LLMResponder:

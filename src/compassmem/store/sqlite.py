@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS namespaces (name TEXT PRIMARY KEY, created_at TEXT NO
 CREATE TABLE IF NOT EXISTS observations (
   namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
   id TEXT NOT NULL, step INTEGER NOT NULL, seq INTEGER NOT NULL, speaker TEXT, text TEXT NOT NULL,
-  time TEXT, date TEXT, meta TEXT NOT NULL, ingested_at TEXT NOT NULL,
+  time TEXT, date TEXT, meta TEXT NOT NULL, ingested_at TEXT NOT NULL, embedding BLOB,
   PRIMARY KEY (namespace, id));
 CREATE INDEX IF NOT EXISTS obs_step ON observations(namespace, step, seq);
 CREATE TABLE IF NOT EXISTS steps (
@@ -66,6 +66,45 @@ def _normalise(m: np.ndarray) -> np.ndarray:
     return (m / norms).astype(np.float32)
 
 
+class _Vectors:
+    """ids + a growable row buffer: upserts are amortised O(dim), so building a namespace of n events
+    costs O(n) copies instead of reloading the whole matrix after every write."""
+
+    def __init__(self, ids: list[str], mat: np.ndarray) -> None:
+        self.ids = list(ids)
+        self.pos = {eid: i for i, eid in enumerate(self.ids)}
+        self.buf = mat.copy() if len(ids) else np.zeros((0, 0), np.float32)
+
+    def upsert(self, key: str, vec: np.ndarray) -> None:
+        v = np.asarray(vec, np.float32)
+        v = v / (np.linalg.norm(v) or 1.0)
+        if key in self.pos:
+            self.buf[self.pos[key]] = v
+            return
+        n = len(self.ids)
+        if self.buf.shape[0] == 0 or self.buf.shape[1] != v.shape[0]:
+            if n:
+                raise StoreError("embedding dimension changed inside a namespace")
+            self.buf = np.zeros((16, v.shape[0]), np.float32)
+        elif n >= self.buf.shape[0]:
+            self.buf = np.vstack([self.buf, np.zeros_like(self.buf)])
+        self.buf[n] = v
+        self.ids.append(key)
+        self.pos[key] = n
+
+    def remove(self, key: str) -> None:
+        i = self.pos.pop(key, None)
+        if i is None:
+            return
+        n = len(self.ids)
+        self.buf[i : n - 1] = self.buf[i + 1 : n]
+        self.ids.pop(i)
+        self.pos = {eid: j for j, eid in enumerate(self.ids)}
+
+    def view(self) -> tuple[list[str], np.ndarray]:
+        return self.ids, self.buf[: len(self.ids)]
+
+
 class SQLiteStore:
     """Thread-safe (one connection behind a lock); readers never see half a step."""
 
@@ -90,7 +129,7 @@ class SQLiteStore:
             raise StoreError(f"database {self.path} has schema v{row[0]}, this CompassMem reads v{SCHEMA_VERSION}")
         self._lock = threading.RLock()
         self._depth = 0
-        self._matrices: dict[tuple[str, str], tuple[list[str], np.ndarray]] = {}
+        self._matrices: dict[tuple[str, str], _Vectors] = {}
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -125,8 +164,13 @@ class SQLiteStore:
             return self._conn.execute(sql, args).fetchall()
 
     def _dirty(self, namespace: str) -> None:
-        self._matrices.pop((namespace, "events"), None)
-        self._matrices.pop((namespace, "topics"), None)
+        for kind in ("events", "topics", "observations"):
+            self._matrices.pop((namespace, kind), None)
+
+    def _upsert_vec(self, namespace: str, kind: str, key: str, vec: np.ndarray) -> None:
+        cached = self._matrices.get((namespace, kind))
+        if cached is not None:
+            cached.upsert(key, vec)
 
     # ------------------------------------------------------------------ namespaces
     def namespaces(self) -> list[str]:
@@ -144,14 +188,19 @@ class SQLiteStore:
         self._dirty(namespace)
 
     # ------------------------------------------------------------------ observations
-    def add_observations(self, observations: list[Observation]) -> None:
+    def add_observations(self, observations: list[Observation], embeddings: np.ndarray | None = None) -> None:
         with self.transaction():
-            for o in observations:
+            for i, o in enumerate(observations):
+                vec = _blob(embeddings[i]) if embeddings is not None else None
                 self._exec(
-                    "INSERT OR REPLACE INTO observations VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    "INSERT OR REPLACE INTO observations VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (o.namespace, o.id, o.step, o.seq, o.speaker, o.text, o.time, o.date,
-                     json.dumps(o.meta), o.ingested_at),
+                     json.dumps(o.meta), o.ingested_at, vec),
                 )
+                if vec is not None:
+                    self._upsert_vec(o.namespace, "observations", o.id, embeddings[i])
+
+    _OBS_COLS = "namespace,id,step,seq,speaker,text,time,date,meta,ingested_at"
 
     @staticmethod
     def _obs(r: tuple) -> Observation:
@@ -163,16 +212,16 @@ class SQLiteStore:
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
             marks = ",".join("?" * len(chunk))
-            for r in self._rows(f"SELECT * FROM observations WHERE namespace=? AND id IN ({marks})",
+            for r in self._rows(f"SELECT {self._OBS_COLS} FROM observations WHERE namespace=? AND id IN ({marks})",
                                 (namespace, *chunk)):
                 found[r[1]] = self._obs(r)
         return sorted(found.values(), key=lambda o: (o.step, o.seq))
 
     def observations(self, namespace: str, step: int | None = None) -> list[Observation]:
         if step is None:
-            rows = self._rows("SELECT * FROM observations WHERE namespace=? ORDER BY step, seq", (namespace,))
+            rows = self._rows(f"SELECT {self._OBS_COLS} FROM observations WHERE namespace=? ORDER BY step, seq", (namespace,))
         else:
-            rows = self._rows("SELECT * FROM observations WHERE namespace=? AND step=? ORDER BY seq",
+            rows = self._rows(f"SELECT {self._OBS_COLS} FROM observations WHERE namespace=? AND step=? ORDER BY seq",
                               (namespace, step))
         return [self._obs(r) for r in rows]
 
@@ -184,6 +233,9 @@ class SQLiteStore:
     def put_step(self, record: StepRecord) -> None:
         self._exec("INSERT OR REPLACE INTO steps VALUES (?,?,?)",
                    (record.namespace, record.step, record.model_dump_json()))
+
+    def step_count(self, namespace: str) -> int:
+        return int(self._rows("SELECT COUNT(*) FROM steps WHERE namespace=?", (namespace,))[0][0])
 
     def steps(self, namespace: str) -> list[StepRecord]:
         rows = self._rows("SELECT record FROM steps WHERE namespace=? ORDER BY step", (namespace,))
@@ -197,7 +249,7 @@ class SQLiteStore:
              event.time.model_dump_json(), json.dumps(event.observation_ids), event.topic_id,
              json.dumps(event.history), _blob(embedding)),
         )
-        self._dirty(event.namespace)
+        self._upsert_vec(event.namespace, "events", event.id, embedding)
 
     @staticmethod
     def _event(r: tuple) -> Event:
@@ -219,18 +271,19 @@ class SQLiteStore:
         key = (namespace, table)
         with self._lock:
             cached = self._matrices.get(key)
-            if cached is not None:
-                return cached
-            rows = self._conn.execute(
-                f"SELECT id, {col} FROM {table} WHERE namespace=? ORDER BY rowid", (namespace,)
-            ).fetchall()
-            ids = [r[0] for r in rows]
-            mat = _normalise(np.stack([_unblob(r[1]) for r in rows])) if rows else np.zeros((0, 0), np.float32)
-            self._matrices[key] = (ids, mat)
-            return ids, mat
+            if cached is None:
+                rows = self._conn.execute(
+                    f"SELECT id, {col} FROM {table} WHERE namespace=? AND {col} IS NOT NULL ORDER BY rowid",
+                    (namespace,)).fetchall()
+                mat = _normalise(np.stack([_unblob(r[1]) for r in rows])) if rows else np.zeros((0, 0), np.float32)
+                cached = self._matrices[key] = _Vectors([r[0] for r in rows], mat)
+            return cached.view()
 
     def event_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
         return self._matrix(namespace, "events", "embedding")
+
+    def observation_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
+        return self._matrix(namespace, "observations", "embedding")
 
     def search_events(self, namespace: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         ids, mat = self.event_matrix(namespace)
@@ -260,11 +313,17 @@ class SQLiteStore:
     def put_topic(self, topic: Topic, centroid: np.ndarray) -> None:
         self._exec("INSERT OR REPLACE INTO topics VALUES (?,?,?,?,?)",
                    (topic.namespace, topic.id, topic.label, topic.size, _blob(centroid)))
-        self._dirty(topic.namespace)
+        self._upsert_vec(topic.namespace, "topics", topic.id, centroid)
 
     def delete_topic(self, namespace: str, topic_id: str) -> None:
         self._exec("DELETE FROM topics WHERE namespace=? AND id=?", (namespace, topic_id))
-        self._dirty(namespace)
+        cached = self._matrices.get((namespace, "topics"))
+        if cached is not None:
+            cached.remove(topic_id)
+
+    def get_topic(self, namespace: str, topic_id: str) -> Topic | None:
+        rows = self._rows("SELECT namespace,id,label,size FROM topics WHERE namespace=? AND id=?", (namespace, topic_id))
+        return Topic(namespace=rows[0][0], id=rows[0][1], label=rows[0][2], size=rows[0][3]) if rows else None
 
     def topics(self, namespace: str) -> list[Topic]:
         rows = self._rows("SELECT namespace,id,label,size FROM topics WHERE namespace=? ORDER BY rowid", (namespace,))
@@ -277,6 +336,14 @@ class SQLiteStore:
         with self.transaction():
             for event_id, topic_id in assignment.items():
                 self._exec("UPDATE events SET topic_id=? WHERE namespace=? AND id=?", (topic_id, namespace, event_id))
+
+    # ------------------------------------------------------------------ meta
+    def get_meta(self, key: str) -> str | None:
+        rows = self._rows("SELECT value FROM meta WHERE key=?", (key,))
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._exec("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     # ------------------------------------------------------------------ cache
     def cache_get(self, key: str) -> str | None:

@@ -1,0 +1,162 @@
+"""`compassmem` command line: thin wrappers over the library; every error is one clear line, exit ≠ 0."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from ..errors import CompassMemError, ConfigError
+
+app = typer.Typer(help="CompassMem: event-centric memory for LLM agents. Build an Event Graph from "
+                       "conversations or documents, then ask it questions.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+console = Console()
+err_console = Console(stderr=True)
+
+LLM_HELP = "LLM spec: none (offline engine) | openai:MODEL (any OpenAI-compatible base URL) | gguf:PATH"
+EMB_HELP = "Embedder: minilm (default, local ONNX) | hash (lexical, no model) | http:MODEL"
+
+DbOpt = typer.Option(..., "--db", help="SQLite database file (created if missing).")
+LlmOpt = typer.Option("none", "--llm", help=LLM_HELP, envvar="COMPASSMEM_LLM")
+BaseUrlOpt = typer.Option(None, "--base-url", help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL).")
+KeyOpt = typer.Option(None, "--api-key", help="API key (default: $OPENAI_API_KEY).")
+ConfigOpt = typer.Option(None, "--config", help="TOML file overriding method settings (see docs/config.md).")
+
+
+def open_memory(db: str, llm: str = "none", embedder: str | None = None, config: Path | None = None,
+                base_url: str | None = None, api_key: str | None = None, must_exist: bool = False):
+    from ..config import Settings
+    from ..memory import Memory
+
+    if must_exist and db != ":memory:" and not Path(db).is_file():
+        raise ConfigError(f"database not found: {db} (build one with `compassmem ingest`)")
+    return Memory(db, llm=llm, embedder=embedder, settings=Settings.load(config), base_url=base_url, api_key=api_key)
+
+
+def parse_range(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    lo, sep, hi = text.partition("-")
+    try:
+        return (int(lo), int(hi) if sep else int(lo))
+    except ValueError:
+        raise ConfigError(f"bad range '{text}'; expected N or N-M, e.g. 1-10") from None
+
+
+@app.command()
+def ingest(
+    path: Path = typer.Argument(..., help="Input file."),
+    db: str = DbOpt,
+    format: str = typer.Option(..., "--format", "-f", help="locomo | narrativeqa | jsonl"),
+    sample: Optional[list[str]] = typer.Option(None, "--sample", help="LoCoMo sample id(s), e.g. conv-26; repeatable."),
+    sessions: Optional[str] = typer.Option(None, "--sessions", help="LoCoMo session range, e.g. 1-10."),
+    limit_docs: Optional[int] = typer.Option(None, "--limit-docs", help="NarrativeQA: first N documents only."),
+    llm: str = LlmOpt, embedder: Optional[str] = typer.Option(None, "--embedder", help=EMB_HELP),
+    config: Optional[Path] = ConfigOpt, base_url: Optional[str] = BaseUrlOpt, api_key: Optional[str] = KeyOpt,
+) -> None:
+    """Build or extend a memory from a file, one construction step at a time (safe to re-run)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..ingest import load
+
+    dataset = load(path, format, samples=sample, sessions=parse_range(sessions), limit_docs=limit_docs)
+    mem = open_memory(db, llm, embedder, config, base_url, api_key)
+    created = merged = 0
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=False) as bar:
+        task = bar.add_task("ingesting", total=len(dataset.steps))
+        for item in dataset.steps:
+            bar.update(task, description=f"{item.namespace} step {item.step}")
+            try:
+                rec = mem.constructor.add_step(item.namespace, item.step, item.observations, item.world_time)
+            except CompassMemError as exc:
+                raise CompassMemError(f"{item.namespace} step {item.step} not ingested (earlier steps are saved): {exc}") from None
+            created += rec.events_new
+            merged += rec.events_merged
+            bar.advance(task)
+    console.print(f"[green]✓[/] {len(dataset.steps)} steps in {len(dataset.namespaces())} namespace(s): "
+                  f"{created} new events, {merged} merged → {db}")
+    mem.close()
+
+
+@app.command()
+def ask(
+    question: str = typer.Argument(..., help="The question."),
+    db: str = DbOpt,
+    namespace: str = typer.Option("default", "--namespace", "-n", help="Which memory to search."),
+    llm: str = LlmOpt, config: Optional[Path] = ConfigOpt, base_url: Optional[str] = BaseUrlOpt,
+    api_key: Optional[str] = KeyOpt, as_json: bool = typer.Option(False, "--json", help="Print the Answer as JSON."),
+) -> None:
+    """Answer a question by actively searching one namespace's Event Graph."""
+    from .render import render_answer
+
+    mem = open_memory(db, llm, None, config, base_url, api_key, must_exist=True)
+    answer = mem.ask(question, namespace)
+    if as_json:
+        print(answer.model_dump_json(indent=2))
+    else:
+        render_answer(console, answer)
+    mem.close()
+
+
+@app.command()
+def stats(
+    db: str = DbOpt,
+    namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="One namespace (default: all)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Counts of observations, events, relations, topics, merges and construction cost."""
+    from .render import render_stats
+
+    mem = open_memory(db, must_exist=True)
+    names = [namespace] if namespace else mem.namespaces()
+    result = [mem.stats(n) for n in names]
+    if as_json:
+        print(json.dumps(result[0] if namespace else result, indent=2))
+    else:
+        for s in result:
+            render_stats(console, s)
+    mem.close()
+
+
+@app.command()
+def demo(db: str = typer.Option(":memory:", "--db", help="Keep the demo memory in this file.")) -> None:
+    """Build a memory from a small bundled conversation and answer questions offline."""
+    from .demo import run_demo
+
+    run_demo(console, db)
+
+
+@app.command()
+def doctor(
+    llm: str = LlmOpt, embedder: str = typer.Option("minilm", "--embedder", help=EMB_HELP),
+    base_url: Optional[str] = BaseUrlOpt, api_key: Optional[str] = KeyOpt, config: Optional[Path] = ConfigOpt,
+) -> None:
+    """Check the configured LLM and embedder end to end (one structured call per role schema)."""
+    from .doctor import run_doctor
+
+    if not run_doctor(console, llm, embedder, base_url, api_key, config):
+        raise typer.Exit(1)
+
+
+from .bench_cmd import bench_app  # noqa: E402
+from .models_cmd import models_app  # noqa: E402
+
+app.add_typer(models_app, name="models")
+app.add_typer(bench_app, name="bench")
+
+
+def main() -> None:
+    try:
+        app()
+    except CompassMemError as exc:
+        err_console.print(f"[red]error:[/] {exc}", highlight=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/] (completed steps are saved)")
+        sys.exit(130)
