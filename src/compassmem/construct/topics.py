@@ -63,17 +63,13 @@ def _next_topic_id(store: Store, namespace: str) -> int:
 def assign_online(store: Store, namespace: str, event: Event, vec: np.ndarray, settings: ConstructionSettings,
                   labeler: TopicLabeler) -> str:
     """Join the most similar topic when its centroid is within δ, else open a new topic."""
-    ids, mat = store.topic_matrix(namespace)
-    if ids:
-        sims = mat @ vec
-        best = int(np.argmax(sims))
-        if sims[best] >= settings.topic_delta:
-            tid = ids[best]
-            old = store.get_topic(namespace, tid)
-            if old is not None:  # running mean: centroid·size + new, renormalised
-                centroid = l2_normalise(mat[best] * old.size + vec)
-                store.put_topic(old.model_copy(update={"size": old.size + 1}), centroid)
-                return tid
+    best = store.search_topics(namespace, vec, 1)
+    if best and best[0][1] >= settings.topic_delta:
+        found = store.get_topic(namespace, best[0][0])
+        if found is not None:  # running mean: centroid·size + new, renormalised
+            old, centre = found
+            store.put_topic(old.model_copy(update={"size": old.size + 1}), l2_normalise(centre * old.size + vec))
+            return old.id
     tid = f"t{_next_topic_id(store, namespace)}"
     store.put_topic(Topic(id=tid, namespace=namespace, label=labeler.label([event]), size=1), vec)
     return tid

@@ -102,7 +102,11 @@ class _Vectors:
         self.pos = {eid: j for j, eid in enumerate(self.ids)}
 
     def view(self) -> tuple[list[str], np.ndarray]:
+        """Live, uncopied: only for searches done under the store lock."""
         return self.ids, self.buf[: len(self.ids)]
+
+    def snapshot(self) -> tuple[list[str], np.ndarray]:
+        return list(self.ids), self.buf[: len(self.ids)].copy()
 
 
 class SQLiteStore:
@@ -268,6 +272,22 @@ class SQLiteStore:
         return [self._event(r) for r in rows]
 
     def _matrix(self, namespace: str, table: str, col: str) -> tuple[list[str], np.ndarray]:
+        with self._lock:
+            return self._vectors(namespace, table, col).snapshot()
+
+    def _search(self, namespace: str, table: str, col: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        with self._lock:
+            ids, mat = self._vectors(namespace, table, col).view()
+            if not ids or k <= 0:
+                return []
+            q = np.asarray(query, dtype=np.float32)
+            sims = mat @ (q / (np.linalg.norm(q) or 1.0))
+            k = min(k, len(ids))
+            top = np.argpartition(-sims, k - 1)[:k]
+            top = top[np.argsort(-sims[top], kind="stable")]
+            return [(ids[i], float(sims[i])) for i in top]
+
+    def _vectors(self, namespace: str, table: str, col: str) -> _Vectors:
         key = (namespace, table)
         with self._lock:
             cached = self._matrices.get(key)
@@ -277,7 +297,7 @@ class SQLiteStore:
                     (namespace,)).fetchall()
                 mat = _normalise(np.stack([_unblob(r[1]) for r in rows])) if rows else np.zeros((0, 0), np.float32)
                 cached = self._matrices[key] = _Vectors([r[0] for r in rows], mat)
-            return cached.view()
+            return cached
 
     def event_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
         return self._matrix(namespace, "events", "embedding")
@@ -286,16 +306,10 @@ class SQLiteStore:
         return self._matrix(namespace, "observations", "embedding")
 
     def search_events(self, namespace: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        ids, mat = self.event_matrix(namespace)
-        if not ids or k <= 0:
-            return []
-        q = np.asarray(query, dtype=np.float32)
-        q = q / (np.linalg.norm(q) or 1.0)
-        sims = mat @ q
-        k = min(k, len(ids))
-        top = np.argpartition(-sims, k - 1)[:k]
-        top = top[np.argsort(-sims[top], kind="stable")]
-        return [(ids[i], float(sims[i])) for i in top]
+        return self._search(namespace, "events", "embedding", query, k)
+
+    def search_topics(self, namespace: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        return self._search(namespace, "topics", "centroid", query, k)
 
     # ------------------------------------------------------------------ relations
     def add_relation(self, relation: Relation) -> None:
@@ -321,9 +335,13 @@ class SQLiteStore:
         if cached is not None:
             cached.remove(topic_id)
 
-    def get_topic(self, namespace: str, topic_id: str) -> Topic | None:
-        rows = self._rows("SELECT namespace,id,label,size FROM topics WHERE namespace=? AND id=?", (namespace, topic_id))
-        return Topic(namespace=rows[0][0], id=rows[0][1], label=rows[0][2], size=rows[0][3]) if rows else None
+    def get_topic(self, namespace: str, topic_id: str) -> tuple[Topic, np.ndarray] | None:
+        rows = self._rows("SELECT namespace,id,label,size,centroid FROM topics WHERE namespace=? AND id=?",
+                          (namespace, topic_id))
+        if not rows:
+            return None
+        r = rows[0]
+        return Topic(namespace=r[0], id=r[1], label=r[2], size=r[3]), _unblob(r[4]).copy()
 
     def topics(self, namespace: str) -> list[Topic]:
         rows = self._rows("SELECT namespace,id,label,size FROM topics WHERE namespace=? ORDER BY rowid", (namespace,))

@@ -1,0 +1,146 @@
+"""Every Store backend must pass this suite (add a backend to BACKENDS)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from compassmem.errors import StoreError
+from compassmem.models import Event, Observation, Relation, StepRecord, Topic
+from compassmem.store import SQLiteStore
+
+
+def _sqlite(tmp_path):
+    return SQLiteStore(tmp_path / "store.db")
+
+
+BACKENDS = {"sqlite": _sqlite}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def store(request, tmp_path):
+    s = BACKENDS[request.param](tmp_path)
+    yield s
+    s.close()
+
+
+def _obs(ns="a", step=1, n=3):
+    return [Observation(id=f"D{step}:{i}", namespace=ns, step=step, seq=i, speaker="X", text=f"turn {i}")
+            for i in range(n)]
+
+
+def _event(eid, ns="a", obs=("D1:0",), step=1, topic=None):
+    return Event(id=eid, namespace=ns, step=step, summary=f"summary {eid}", observation_ids=list(obs), topic_id=topic)
+
+
+def _vec(seed, dim=8):
+    return np.random.default_rng(seed).normal(size=dim).astype(np.float32)
+
+
+def test_namespaces_are_isolated(store):
+    for ns in ("a", "b"):
+        store.ensure_namespace(ns)
+        store.add_observations(_obs(ns))
+        store.put_event(_event("e1", ns), _vec(1 if ns == "a" else 2))
+    assert store.namespaces() == ["a", "b"]
+    assert [o.namespace for o in store.observations("a")] == ["a"] * 3
+    store.delete_namespace("a")
+    assert not store.has_namespace("a") and store.events("a") == [] and store.observations("a") == []
+    assert len(store.events("b")) == 1
+
+
+def test_observation_roundtrip_and_order(store):
+    store.ensure_namespace("a")
+    store.add_observations(_obs(step=2) + _obs(step=1))
+    got = store.observations("a")
+    assert [o.id for o in got] == ["D1:0", "D1:1", "D1:2", "D2:0", "D2:1", "D2:2"]
+    assert [o.id for o in store.get_observations("a", ["D2:1", "D1:0", "missing"])] == ["D1:0", "D2:1"]
+
+
+def test_event_vector_search_matches_bruteforce(store):
+    store.ensure_namespace("a")
+    store.add_observations(_obs())
+    vecs = {f"e{i}": _vec(i) for i in range(20)}
+    for eid, v in vecs.items():
+        store.put_event(_event(eid), v)
+    q = _vec(99)
+    got = store.search_events("a", q, 5)
+    norm = {k: v / np.linalg.norm(v) for k, v in vecs.items()}
+    expect = sorted(norm, key=lambda k: -float(norm[k] @ (q / np.linalg.norm(q))))[:5]
+    assert [g[0] for g in got] == expect
+    # an update replaces the row, never duplicates it
+    store.put_event(_event("e0"), q)
+    assert store.search_events("a", q, 1)[0][0] == "e0"
+    ids, mat = store.event_matrix("a")
+    assert len(ids) == 20 and mat.shape == (20, 8)
+
+
+def test_relations_topics_and_membership(store):
+    store.ensure_namespace("a")
+    store.add_observations(_obs())
+    store.put_event(_event("e1"), _vec(1))
+    store.put_event(_event("e2"), _vec(2))
+    store.add_relation(Relation(id="r1", namespace="a", source="e1", target="e2", type="Temporal Before"))
+    assert store.relations("a")[0].type == "temporal_before"
+    store.put_topic(Topic(id="t0", namespace="a", label="x", size=2), _vec(3))
+    store.set_event_topics("a", {"e1": "t0", "e2": "t0"})
+    assert {e.topic_id for e in store.events("a")} == {"t0"}
+    assert store.topic_matrix("a")[0] == ["t0"]
+    store.delete_topic("a", "t0")
+    assert store.topics("a") == [] and store.topic_matrix("a")[0] == []
+
+
+def test_transaction_rolls_back_everything(store):
+    store.ensure_namespace("a")
+    store.add_observations(_obs())
+    store.put_event(_event("e1"), _vec(1))
+    before = store.event_matrix("a")[0]
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.put_event(_event("e2"), _vec(2))
+            store.put_step(StepRecord(namespace="a", step=1, content_hash="h"))
+            raise RuntimeError("crash inside a step")
+    assert [e.id for e in store.events("a")] == ["e1"]
+    assert store.get_step("a", 1) is None
+    assert store.event_matrix("a")[0] == before
+
+
+def test_steps_meta_and_cache(store):
+    store.ensure_namespace("a")
+    store.put_step(StepRecord(namespace="a", step=3, content_hash="abc", events_new=2))
+    assert store.get_step("a", 3).events_new == 2 and store.step_count("a") == 1
+    store.set_meta("embedder", "hash")
+    assert store.get_meta("embedder") == "hash" and store.get_meta("nope") is None
+    store.cache_put("k", "v")
+    assert store.cache_get("k") == "v" and store.cache_get("other") is None
+
+
+def test_concurrent_readers(store):
+    store.ensure_namespace("a")
+    store.add_observations(_obs())
+    for i in range(50):
+        store.put_event(_event(f"e{i}"), _vec(i))
+    errors = []
+
+    def read():
+        try:
+            for _ in range(20):
+                assert len(store.search_events("a", _vec(7), 3)) == 3
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert not errors
+
+
+def test_bad_path_and_corrupt_file(tmp_path):
+    with pytest.raises(StoreError, match="does not exist"):
+        SQLiteStore(tmp_path / "no" / "such" / "dir.db")
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="cannot open"):
+        SQLiteStore(bad)

@@ -1,0 +1,34 @@
+from datetime import date
+
+import pytest
+
+from compassmem.timeutil import find_expressions, parse_date, resolve_in_text
+
+ANCHOR = date(2023, 5, 8)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1:56 pm on 8 May, 2023", date(2023, 5, 8)),
+    ("2023-07-01", date(2023, 7, 1)),
+    ("on June 5th, 2022", date(2022, 6, 5)),
+    ("no date", None),
+])
+def test_parse_date(text, expected):
+    assert parse_date(text) == expected
+
+
+@pytest.mark.parametrize("text, label", [
+    ("I went yesterday", "7 May 2023"),
+    ("we ran last week", "the week before 8 May 2023"),
+    ("two days ago I painted", "6 May 2023"),
+    ("I painted that last year", "2022"),
+    ("last Saturday was fun", "6 May 2023"),
+    ("back in 2019 we moved", "2019"),
+    ("next month we travel", "June 2023"),
+])
+def test_relative_times_become_absolute(text, label):
+    assert resolve_in_text(text, ANCHOR).label == label
+
+
+def test_expressions_in_order():
+    assert find_expressions("Yesterday I said that last year was hard") == ["Yesterday", "last year"]
