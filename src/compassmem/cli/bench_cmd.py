@@ -1,7 +1,110 @@
-"""`compassmem bench …` (filled in by the benchmark harness)."""
+"""`compassmem bench locomo|narrativeqa|scale`."""
 
 from __future__ import annotations
 
-import typer
+import shlex
+import sys
+from pathlib import Path
+from typing import Optional
 
-bench_app = typer.Typer(help="Benchmarks: LoCoMo, NarrativeQA, scale.", no_args_is_help=True)
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+bench_app = typer.Typer(help="Benchmarks with the paper's metrics: LoCoMo, NarrativeQA, scale.", no_args_is_help=True)
+console = Console()
+err = Console(stderr=True)
+
+METHODS_HELP = ("Comma-separated methods (default all): compassmem, full_context, rag512, dense_turns, bm25_turns, "
+                "no_topics, no_relations, no_refinement, no_planner, chunks100")
+
+
+def _split(text: str | None) -> list[str] | None:
+    return [x.strip() for x in text.split(",") if x.strip()] if text else None
+
+
+def _run(dataset: str, data: Path, out: Path, samples: str | None, sessions: str | None, methods: str | None,
+         llm: str, embedder: str, limit: int | None, limit_docs: int | None, config: Path | None,
+         base_url: str | None, api_key: str | None, turns_k: int, top_k: int | None) -> None:
+    from ..bench.methods import ALL_METHODS
+    from ..bench.report import write_reports
+    from ..bench.runner import BenchConfig, run_benchmark
+    from ..config import Settings
+    from .app import parse_range
+
+    overrides = {"search.top_k": top_k} if top_k else {}
+    cfg = BenchConfig(dataset=dataset, data=data, out=out, methods=_split(methods) or list(ALL_METHODS),
+                      samples=_split(samples), sessions=parse_range(sessions), limit=limit, limit_docs=limit_docs,
+                      llm=llm, embedder=embedder, base_url=base_url, api_key=api_key,
+                      settings=Settings.load(config, **overrides), turns_k=turns_k)
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err) as bar:
+        tasks: dict[str, int] = {}
+
+        def progress(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        result = run_benchmark(cfg, progress)
+    command = "compassmem " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    summary = write_reports(out, result["rows"], result["timings"], f"{dataset} benchmark", command)
+    for name, m in summary["methods"].items():
+        f1 = "–" if m["f1"] is None else f"{100 * m['f1']:.2f}"
+        rec = "–" if m["evidence_recall"] is None else f"{100 * m['evidence_recall']:.1f}"
+        console.print(f"{name:15s} n={m['n']:4d}  F1 {f1:>6}  evidence recall {rec:>5}  context {m['context_tokens']}")
+    console.print(f"[green]✓[/] {out}/results.json, report.md, per_category.png")
+
+
+DataOpt = typer.Option(..., "--data", help="Dataset file.")
+OutOpt = typer.Option(..., "--out", help="Output folder (re-running resumes).")
+
+
+@bench_app.command()
+def locomo(data: Path = DataOpt, out: Path = OutOpt,
+           samples: Optional[str] = typer.Option(None, "--samples", help="e.g. conv-26,conv-30 (default all)."),
+           sessions: Optional[str] = typer.Option(None, "--sessions", help="Session range, e.g. 1-5."),
+           methods: Optional[str] = typer.Option(None, "--methods", help=METHODS_HELP),
+           llm: str = typer.Option("none", "--llm", help="none | openai:MODEL | gguf:PATH"),
+           embedder: str = typer.Option("minilm", "--embedder"),
+           limit: Optional[int] = typer.Option(None, "--limit", help="Questions per conversation."),
+           config: Optional[Path] = typer.Option(None, "--config"),
+           base_url: Optional[str] = typer.Option(None, "--base-url"), api_key: Optional[str] = typer.Option(None, "--api-key"),
+           turns_k: int = typer.Option(10, "--turns-k", help="k of the dense/BM25 turn baselines."),
+           top_k: Optional[int] = typer.Option(None, "--top-k", help="CompassMem k (default 5).")) -> None:
+    """LoCoMo: categories 1-4 (5 excluded), F1, BLEU-1, evidence recall, cost."""
+    _run("locomo", data, out, samples, sessions, methods, llm, embedder, limit, None, config, base_url, api_key,
+         turns_k, top_k)
+
+
+@bench_app.command()
+def narrativeqa(data: Path = DataOpt, out: Path = OutOpt,
+                samples: Optional[str] = typer.Option(None, "--samples", help="Namespaces (nqa-…)."),
+                limit_docs: Optional[int] = typer.Option(None, "--limit-docs", help="First N documents."),
+                methods: Optional[str] = typer.Option(None, "--methods", help=METHODS_HELP),
+                llm: str = typer.Option("none", "--llm"), embedder: str = typer.Option("minilm", "--embedder"),
+                limit: Optional[int] = typer.Option(None, "--limit", help="Questions per document."),
+                config: Optional[Path] = typer.Option(None, "--config"),
+                base_url: Optional[str] = typer.Option(None, "--base-url"),
+                api_key: Optional[str] = typer.Option(None, "--api-key"),
+                turns_k: int = typer.Option(10, "--turns-k"),
+                top_k: int = typer.Option(10, "--top-k", help="CompassMem k (paper: 10 on NarrativeQA).")) -> None:
+    """NarrativeQA summaries: F1 / BLEU-1 as the max over reference answers."""
+    _run("narrativeqa", data, out, samples, None, methods, llm, embedder, limit, limit_docs, config, base_url,
+         api_key, turns_k, top_k)
+
+
+@bench_app.command()
+def scale(out: Path = OutOpt, sizes: str = typer.Option("1000,10000", "--sizes", help="Event counts, e.g. 1000,10000,100000."),
+          embedder: str = typer.Option("hash", "--embedder"), queries: int = typer.Option(20, "--queries"),
+          turns_per_step: int = typer.Option(100, "--turns-per-step")) -> None:
+    """Synthetic memories of growing size: ingest throughput, query latency p50/p95, peak memory."""
+    from ..bench.scale import run_scale
+    from ..errors import ConfigError
+
+    try:
+        ns = [int(x) for x in sizes.split(",")]
+    except ValueError:
+        raise ConfigError(f"bad --sizes '{sizes}': expected comma-separated integers") from None
+    run_scale(ns, out, embedder, turns_per_step, queries, log=lambda s: err.print(f"[dim]{s}[/]"))
+    console.print(f"[green]✓[/] {out}/scale.json, scale.png")

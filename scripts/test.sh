@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The project's test command: fast suite + real-LLM tests against local GGUF models.
+#   bash scripts/test.sh            everything (installs what is missing; first run builds llama.cpp)
+#   bash scripts/test.sh --fast     only the fast suite (no model, no llama.cpp)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+"$PY" -m pip install -q -e ".[dev]"
+if [ "${1:-}" = "--fast" ]; then
+  exec "$PY" -m pytest -m "not llm"
+fi
+
+wheel=$(PATH="$(dirname "$(command -v "$PY")"):$PATH" bash scripts/build-llama-wheel.sh)
+"$PY" -m pip install -q "$wheel"
+"$PY" -m pip install -q "fastapi>=0.100" "uvicorn>=0.22" "sse-starlette>=1.6.1" "starlette-context>=0.3.6,<0.4" \
+  "pydantic-settings>=2.0.1" "PyYAML>=5.1"
+SMOKE=$("$PY" -m compassmem models fetch gemma3-270m | tail -n1)
+BUILD=$("$PY" -m compassmem models fetch "${COMPASSMEM_BUILD_MODEL:-qwen2.5-coder-1.5b}" | tail -n1)
+
+PORT="${COMPASSMEM_TEST_PORT:-8765}"
+LOG=$(mktemp)
+"$PY" -m llama_cpp.server --model "$SMOKE" --host 127.0.0.1 --port "$PORT" --n_ctx 4096 >"$LOG" 2>&1 &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null || true' EXIT
+for _ in $(seq 1 120); do
+  if curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null; then break; fi
+  if ! kill -0 $SERVER 2>/dev/null; then echo "llama_cpp.server died:"; cat "$LOG"; exit 1; fi
+  sleep 1
+done
+curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null || { echo "llama_cpp.server did not start"; cat "$LOG"; exit 1; }
+
+export COMPASSMEM_TEST_GGUF="$SMOKE" COMPASSMEM_TEST_BASE_URL="http://127.0.0.1:$PORT/v1" COMPASSMEM_TEST_GGUF_BUILD="$BUILD"
+"$PY" -m pytest

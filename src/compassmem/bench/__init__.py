@@ -1,0 +1,1 @@
+"""Benchmark harness: datasets, metrics, baselines, ablations, reports, scale."""

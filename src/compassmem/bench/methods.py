@@ -1,0 +1,205 @@
+"""Every method the harness compares, behind one interface: question → evidence handed to the SAME
+responder. Baselines differ only in what they retrieve; CompassMem variants differ only in settings
+or construction (ablations)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..config import Settings
+from ..construct.segment import DraftEvent, extractive_summary, participants_of
+from ..embed import CachedEmbedder
+from ..memory import Memory
+from ..models import Observation, Usage
+from ..search.graph import approx_tokens
+from ..search.planner import content_words
+from ..search.responder import Responder, evidence_lines
+
+BASELINES = ("full_context", "rag512", "dense_turns", "bm25_turns")
+ABLATIONS = {
+    "no_topics": {"search.use_topics": False},
+    "no_relations": {"search.use_relations": False},
+    "no_refinement": {"search.refinement": False},
+    "no_planner": {"search.use_planner": False},
+    "chunks100": {},  # different construction: fixed ~100-token chunks instead of events
+}
+ALL_METHODS = ("compassmem", *BASELINES, *ABLATIONS)
+
+
+@dataclass
+class MethodResult:
+    answer: str
+    observation_ids: list[str]
+    context_tokens: int
+    usage: Usage
+    latency_s: float
+    search: dict[str, Any] = field(default_factory=dict)
+    skipped: str | None = None
+
+
+class Method(Protocol):
+    name: str
+
+    def answer(self, namespace: str, question: str) -> MethodResult: ...
+
+
+class FixedChunkSegmenter:
+    """The 'events → fixed chunks' ablation: consecutive observations up to ~N tokens, no semantics."""
+
+    def __init__(self, tokens: int = 100) -> None:
+        self.tokens = tokens
+
+    def segment(self, step: int, observations: list[Observation], world_time: str | None) -> list[DraftEvent]:
+        groups: list[list[Observation]] = [[]]
+        used = 0
+        for o in observations:
+            cost = approx_tokens(o.text)
+            if groups[-1] and used + cost > self.tokens:
+                groups.append([])
+                used = 0
+            groups[-1].append(o)
+            used += cost
+        return [DraftEvent(extractive_summary(g), [o.id for o in g], participants_of(g)) for g in groups if g]
+
+
+class CompassMemMethod:
+    def __init__(self, name: str, memory: Memory) -> None:
+        self.name = name
+        self.memory = memory
+
+    def answer(self, namespace: str, question: str) -> MethodResult:
+        t0 = time.perf_counter()
+        a = self.memory.ask(question, namespace)
+        latency = time.perf_counter() - t0
+        actions = [s.action for s in a.trace]
+        paths: dict[tuple[int, int], int] = {}
+        for s in a.trace:
+            paths[(s.round, s.explorer)] = paths.get((s.round, s.explorer), 0) + 1
+        search = {
+            "subgoals": len(a.subgoals), "satisfied": sum(g.satisfied for g in a.subgoals),
+            "start_nodes": len(a.start_nodes), "steps": len(a.trace), "paths": len(paths),
+            "path_lengths": list(paths.values()), "kept": len(a.evidence) if not a.used_fallback else 0,
+            "skip": actions.count("SKIP"), "expand": actions.count("EXPAND"), "answer": actions.count("ANSWER"),
+            "refined": a.refined_query is not None, "fallback": a.used_fallback,
+        }
+        return MethodResult(a.answer, a.observation_ids(), a.context_tokens, a.usage, latency, search)
+
+
+class _Answering:
+    """Shared tail of every baseline: hand observations to the common responder, account the cost."""
+
+    def __init__(self, name: str, memory: Memory, responder: Responder, max_tokens: int) -> None:
+        self.name = name
+        self.memory = memory
+        self.responder = responder
+        self.max_tokens = max_tokens
+        self._obs: dict[str, list[Observation]] = {}
+        self._vecs: dict[str, tuple[list[str], np.ndarray]] = {}
+
+    def observations(self, namespace: str) -> list[Observation]:
+        if namespace not in self._obs:
+            self._obs[namespace] = self.memory.store.observations(namespace)
+        return self._obs[namespace]
+
+    def respond(self, question: str, chosen: list[Observation], t0: float, budget: int | None = None) -> MethodResult:
+        chosen = sorted(chosen, key=lambda o: (o.step, o.seq))
+        lines = evidence_lines(chosen, budget or self.max_tokens)
+        handed = chosen[: len(lines)]
+        llm = self.memory.llm
+        if llm is not None:
+            with llm.operation() as usage:
+                text = self.responder.respond(question, [], handed, budget or self.max_tokens)
+        else:
+            usage, text = Usage(), self.responder.respond(question, [], handed, budget or self.max_tokens)
+        return MethodResult(text, [o.id for o in handed], sum(approx_tokens(x) for x in lines), usage.model_copy(),
+                            time.perf_counter() - t0)
+
+
+class FullContext(_Answering):
+    def __init__(self, memory: Memory, responder: Responder, limit_tokens: int) -> None:
+        super().__init__("full_context", memory, responder, limit_tokens)
+
+    def answer(self, namespace: str, question: str) -> MethodResult:
+        t0 = time.perf_counter()
+        obs = self.observations(namespace)
+        total = sum(approx_tokens(o.render()) for o in obs)
+        if total > self.max_tokens:
+            return MethodResult("", [], total, Usage(), 0.0,
+                                skipped=f"conversation is {total} tokens; full context limit {self.max_tokens}")
+        return self.respond(question, obs, t0)
+
+
+class DenseTurns(_Answering):
+    def __init__(self, memory: Memory, responder: Responder, embedder: CachedEmbedder, k: int, max_tokens: int) -> None:
+        super().__init__("dense_turns", memory, responder, max_tokens)
+        self.embedder, self.k = embedder, k
+
+    def answer(self, namespace: str, question: str) -> MethodResult:
+        t0 = time.perf_counter()
+        ids, mat = self.memory.store.observation_matrix(namespace)
+        by_id = {o.id: o for o in self.observations(namespace)}
+        sims = mat @ self.embedder.embed([question])[0]
+        top = np.argsort(-sims, kind="stable")[: self.k]
+        return self.respond(question, [by_id[ids[i]] for i in top if ids[i] in by_id], t0)
+
+
+class BM25Turns(_Answering):
+    def __init__(self, memory: Memory, responder: Responder, k: int, max_tokens: int) -> None:
+        super().__init__("bm25_turns", memory, responder, max_tokens)
+        self.k = k
+        self._index: dict[str, Any] = {}
+
+    def answer(self, namespace: str, question: str) -> MethodResult:
+        from rank_bm25 import BM25Okapi
+
+        t0 = time.perf_counter()
+        obs = self.observations(namespace)
+        if namespace not in self._index:
+            self._index[namespace] = BM25Okapi([content_words(o.text) or ["_"] for o in obs])
+        scores = self._index[namespace].get_scores(content_words(question))
+        top = np.argsort(-scores, kind="stable")[: self.k]
+        return self.respond(question, [obs[i] for i in top], t0)
+
+
+class RAGChunks(_Answering):
+    """The paper's chunk baseline: 512-token chunks of the stream, top-5 by embedding similarity."""
+
+    def __init__(self, memory: Memory, responder: Responder, embedder: CachedEmbedder, chunk_tokens: int = 512,
+                 k: int = 5) -> None:
+        super().__init__("rag512", memory, responder, chunk_tokens * k)
+        self.embedder, self.chunk_tokens, self.k = embedder, chunk_tokens, k
+        self._chunks: dict[str, tuple[list[list[Observation]], np.ndarray]] = {}
+
+    def _build(self, namespace: str) -> tuple[list[list[Observation]], np.ndarray]:
+        if namespace not in self._chunks:
+            chunks: list[list[Observation]] = [[]]
+            used = 0
+            for o in self.observations(namespace):
+                cost = approx_tokens(o.render())
+                if chunks[-1] and used + cost > self.chunk_tokens:
+                    chunks.append([])
+                    used = 0
+                chunks[-1].append(o)
+                used += cost
+            vecs = self.embedder.embed([" ".join(o.render() for o in c) for c in chunks])
+            self._chunks[namespace] = (chunks, vecs)
+        return self._chunks[namespace]
+
+    def answer(self, namespace: str, question: str) -> MethodResult:
+        t0 = time.perf_counter()
+        chunks, vecs = self._build(namespace)
+        top = np.argsort(-(vecs @ self.embedder.embed([question])[0]), kind="stable")[: self.k]
+        return self.respond(question, [o for i in top for o in chunks[i]], t0, budget=self.chunk_tokens * self.k + 200)
+
+
+def variant_settings(base: Settings, method: str) -> Settings:
+    overrides = ABLATIONS.get(method, {})
+    data = base.model_dump()
+    for key, value in overrides.items():
+        section, name = key.split(".")
+        data[section][name] = value
+    return Settings.model_validate(data)

@@ -1,0 +1,165 @@
+"""Aggregation of results.jsonl into results.json, report.md and plots."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from .metrics import percentile
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+
+
+def _avg(values: list[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return round(mean(vals), 4) if vals else None
+
+
+def summarise(rows: list[dict], timings: list[dict]) -> dict[str, Any]:
+    by_method: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_method[r["method"]].append(r)
+    methods: dict[str, Any] = {}
+    for name, rs in by_method.items():
+        answered = [r for r in rs if not r["skipped"]]
+        cats = {}
+        for c, label in CATEGORIES.items():
+            sub = [r for r in answered if r["category"] == c]
+            if sub:
+                cats[label] = {"n": len(sub), "f1": _avg([r["f1"] for r in sub]), "bleu1": _avg([r["bleu1"] for r in sub]),
+                               "evidence_recall": _avg([r["evidence_recall"] for r in sub])}
+        lat = [r["latency_s"] for r in answered]
+        entry: dict[str, Any] = {
+            "n": len(answered), "skipped": len(rs) - len(answered),
+            "skip_reason": next((r["skipped"] for r in rs if r["skipped"]), None),
+            "f1": _avg([r["f1"] for r in answered]), "bleu1": _avg([r["bleu1"] for r in answered]),
+            "evidence_recall": _avg([r["evidence_recall"] for r in answered]),
+            "context_tokens": _avg([r["context_tokens"] for r in answered]),
+            "categories": cats,
+            "efficiency": {"llm_calls": _avg([r["llm_calls"] for r in answered]),
+                           "prompt_tokens": _avg([r["prompt_tokens"] for r in answered]),
+                           "completion_tokens": _avg([r["completion_tokens"] for r in answered]),
+                           "latency_mean_s": _avg(lat), "latency_p50_s": round(percentile(lat, 0.5), 4),
+                           "latency_p95_s": round(percentile(lat, 0.95), 4)},
+        }
+        searched = [r["search"] for r in answered if r.get("search")]
+        if searched:
+            acts = {k: sum(s[k] for s in searched) for k in ("expand", "skip", "answer")}
+            total_acts = sum(acts.values()) or 1
+            lengths = [n for s in searched for n in s["path_lengths"]]
+            entry["search"] = {
+                "subgoals": _avg([s["subgoals"] for s in searched]),
+                "satisfaction_rate": _avg([s["satisfied"] / s["subgoals"] for s in searched if s["subgoals"]]),
+                "fully_satisfied": sum(s["satisfied"] == s["subgoals"] for s in searched),
+                "start_nodes": _avg([s["start_nodes"] for s in searched]),
+                "steps": _avg([s["steps"] for s in searched]), "paths": _avg([s["paths"] for s in searched]),
+                "path_length": _avg(lengths), "max_path_length": max(lengths, default=0),
+                "actions": acts, "actions_pct": {k: round(100 * v / total_acts, 1) for k, v in acts.items()},
+                "refinement_rate": _avg([float(s["refined"]) for s in searched]),
+                "kept": _avg([s["kept"] for s in searched]), "kept_none": sum(s["kept"] == 0 for s in searched),
+            }
+        methods[name] = entry
+    construction: dict[str, Any] = {}
+    for label in sorted({t["memory"] for t in timings}):
+        ts = [t for t in timings if t["memory"] == label]
+        walls = [t["wall_s"] for t in ts]
+        obs = sum(t["observations"] for t in ts)
+        construction[label] = {"steps": len(ts), "observations": obs, "wall_s": round(sum(walls), 3),
+                               "observations_per_s": round(obs / sum(walls), 1) if sum(walls) else None,
+                               "step_p50_s": round(percentile(walls, 0.5), 4), "step_p95_s": round(percentile(walls, 0.95), 4),
+                               "llm_calls_per_step": _avg([t["llm_calls"] for t in ts]),
+                               "tokens_per_step": _avg([t["prompt_tokens"] + t["completion_tokens"] for t in ts])}
+    return {"methods": methods, "construction": construction}
+
+
+def _fmt(v: Any, pct: bool = True) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float) and pct:
+        return f"{100 * v:.2f}"
+    return str(v)
+
+
+def markdown(summary: dict[str, Any], title: str, command: str) -> str:
+    m = summary["methods"]
+    names = list(m)
+    out = [f"# {title}", "", f"Command: `{command}`", "",
+           "F1 / BLEU-1 / evidence recall in %, micro-averaged over answered questions; context = tokens handed "
+           "to the responder (words×4/3).", "",
+           "| method | n | F1 | BLEU-1 | evidence recall | context tokens | LLM calls/q | tokens/q | latency p50 / p95 (s) |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for n in names:
+        e, eff = m[n], m[n]["efficiency"]
+        tok = (eff["prompt_tokens"] or 0) + (eff["completion_tokens"] or 0)
+        note = f" (skipped {e['skipped']}: {e['skip_reason']})" if e["skipped"] else ""
+        out.append(f"| {n}{note} | {e['n']} | {_fmt(e['f1'])} | {_fmt(e['bleu1'])} | {_fmt(e['evidence_recall'])} | "
+                   f"{_fmt(e['context_tokens'], False)} | {_fmt(eff['llm_calls'], False)} | {round(tok, 1)} | "
+                   f"{eff['latency_p50_s']} / {eff['latency_p95_s']} |")
+    cats = [c for c in CATEGORIES.values() if any(c in m[n]["categories"] for n in names)]
+    if cats:
+        out += ["", "Per category — F1 / evidence recall (%):", "",
+                "| method | " + " | ".join(f"{c} (n={next(m[n]['categories'][c]['n'] for n in names if c in m[n]['categories'])})" for c in cats) + " |",
+                "|---|" + "---|" * len(cats)]
+        for n in names:
+            cells = []
+            for c in cats:
+                d = m[n]["categories"].get(c)
+                cells.append(f"{_fmt(d['f1'])} / {_fmt(d['evidence_recall'])}" if d else "–")
+            out.append(f"| {n} | " + " | ".join(cells) + " |")
+    searched = [n for n in names if "search" in m[n]]
+    if searched:
+        out += ["", "Search statistics (cf. the paper's Table 4):", "",
+                "| method | subgoals | satisfied % | fully satisfied | start nodes | steps | paths | path len (max) | "
+                "EXPAND / SKIP / ANSWER % | refinement % | kept (none) |", "|---|" + "---|" * 10]
+        for n in searched:
+            s = m[n]["search"]
+            a = s["actions_pct"]
+            out.append(f"| {n} | {s['subgoals']} | {_fmt(s['satisfaction_rate'])} | {s['fully_satisfied']} | "
+                       f"{s['start_nodes']} | {s['steps']} | {s['paths']} | {s['path_length']} ({s['max_path_length']}) | "
+                       f"{a['expand']} / {a['skip']} / {a['answer']} | {_fmt(s['refinement_rate'])} | "
+                       f"{s['kept']} ({s['kept_none']}) |")
+    if summary["construction"]:
+        out += ["", "Construction:", "", "| memory | steps | observations | wall (s) | obs/s | step p50 / p95 (s) | "
+                "LLM calls/step | tokens/step |", "|---|---|---|---|---|---|---|---|"]
+        for label, c in summary["construction"].items():
+            out.append(f"| {label} | {c['steps']} | {c['observations']} | {c['wall_s']} | {c['observations_per_s']} | "
+                       f"{c['step_p50_s']} / {c['step_p95_s']} | {c['llm_calls_per_step']} | {c['tokens_per_step']} |")
+    return "\n".join(out) + "\n"
+
+
+def plot(summary: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    m = summary["methods"]
+    names = [n for n in m if m[n]["categories"]]
+    cats = [c for c in CATEGORIES.values() if any(c in m[n]["categories"] for n in names)]
+    if not names or not cats:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    width = 0.8 / len(names)
+    for ax, metric in zip(axes, ("f1", "evidence_recall")):
+        for i, n in enumerate(names):
+            vals = [100 * (m[n]["categories"].get(c, {}).get(metric) or 0) for c in cats]
+            ax.bar([x + i * width for x in range(len(cats))], vals, width, label=n)
+        ax.set_xticks([x + width * (len(names) - 1) / 2 for x in range(len(cats))], cats)
+        ax.set_title(metric.replace("_", " "))
+        ax.set_ylabel("%")
+    axes[1].legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_reports(out: Path, rows: list[dict], timings: list[dict], title: str, command: str) -> dict[str, Any]:
+    summary = summarise(rows, timings)
+    summary["command"] = command
+    (out / "results.json").write_text(json.dumps(summary, indent=2))
+    (out / "report.md").write_text(markdown(summary, title, command))
+    plot(summary, out / "per_category.png")
+    return summary

@@ -1,0 +1,150 @@
+"""The benchmark run: build memories once, answer every question with every method, append each result
+to results.jsonl as it is produced (so an interrupted run resumes where it stopped), then aggregate."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..config import Settings
+from ..errors import ConfigError
+from ..ingest import Dataset, load
+from ..memory import Memory
+from .methods import (ABLATIONS, ALL_METHODS, BM25Turns, CompassMemMethod, DenseTurns, FixedChunkSegmenter,
+                      FullContext, Method, RAGChunks, variant_settings)
+from .metrics import best_over_references, bleu1, evidence_recall, token_f1
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+@dataclass
+class BenchConfig:
+    dataset: str  # "locomo" | "narrativeqa"
+    data: Path
+    out: Path
+    methods: list[str] = field(default_factory=lambda: list(ALL_METHODS))
+    samples: list[str] | None = None
+    sessions: tuple[int, int] | None = None
+    limit: int | None = None  # questions per namespace
+    limit_docs: int | None = None
+    llm: str = "none"
+    embedder: str = "minilm"
+    base_url: str | None = None
+    api_key: str | None = None
+    settings: Settings = field(default_factory=Settings)
+    turns_k: int = 10
+    full_context_tokens: int = 32_000
+
+    def validate(self) -> None:
+        unknown = [m for m in self.methods if m not in ALL_METHODS]
+        if unknown:
+            raise ConfigError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(ALL_METHODS)}")
+        if self.dataset not in ("locomo", "narrativeqa"):
+            raise ConfigError(f"unknown benchmark dataset '{self.dataset}'")
+
+
+def _build(mem: Memory, ds: Dataset, label: str, progress: Progress | None) -> list[dict]:
+    timings = []
+    for i, item in enumerate(ds.steps):
+        t0 = time.perf_counter()
+        existed = mem.store.get_step(item.namespace, item.step) is not None
+        rec = mem.constructor.add_step(item.namespace, item.step, item.observations, item.world_time)
+        if not existed:
+            timings.append({"memory": label, "namespace": item.namespace, "step": item.step,
+                            "observations": rec.observations, "wall_s": round(time.perf_counter() - t0, 4),
+                            "llm_calls": rec.llm_calls, "prompt_tokens": rec.prompt_tokens,
+                            "completion_tokens": rec.completion_tokens})
+        if progress:
+            progress(f"building {label}", i + 1, len(ds.steps))
+    return timings
+
+
+def _questions(ds: Dataset, limit: int | None) -> list[tuple[int, object]]:
+    counts: dict[str, int] = {}
+    out = []
+    for qid, q in enumerate(ds.questions):
+        if limit is not None and counts.get(q.namespace, 0) >= limit:
+            continue
+        counts[q.namespace] = counts.get(q.namespace, 0) + 1
+        out.append((qid, q))
+    return out
+
+
+def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
+    cfg.validate()
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    if cfg.dataset == "locomo":
+        ds = load(cfg.data, "locomo", samples=cfg.samples, sessions=cfg.sessions)
+    else:
+        ds = load(cfg.data, "narrativeqa", limit_docs=cfg.limit_docs)
+        if cfg.samples:
+            ds = Dataset([s for s in ds.steps if s.namespace in cfg.samples],
+                         [q for q in ds.questions if q.namespace in cfg.samples])
+    loaded = set(ds.namespaces())
+    ds.questions = [q for q in ds.questions if q.namespace in loaded]
+
+    def memory(db: str, settings: Settings) -> Memory:
+        return Memory(cfg.out / db, llm=cfg.llm, embedder=cfg.embedder, settings=settings, base_url=cfg.base_url,
+                      api_key=cfg.api_key)
+
+    main = memory("memory-events.db", cfg.settings)
+    timings = _build(main, ds, "events", progress)
+    responder = main.engine.roles.responder
+    methods: list[Method] = []
+    for name in cfg.methods:
+        if name == "compassmem":
+            methods.append(CompassMemMethod(name, main))
+        elif name == "chunks100":
+            chunk_mem = memory("memory-chunks100.db", cfg.settings)
+            chunk_mem.constructor.roles.segmenter = FixedChunkSegmenter(100)
+            timings += _build(chunk_mem, ds, "chunks100", progress)
+            methods.append(CompassMemMethod(name, chunk_mem))
+        elif name in ABLATIONS:
+            methods.append(CompassMemMethod(name, Memory(llm=cfg.llm, embedder=cfg.embedder, store=main.store,
+                                                         settings=variant_settings(cfg.settings, name),
+                                                         base_url=cfg.base_url, api_key=cfg.api_key)))
+        elif name == "full_context":
+            methods.append(FullContext(main, responder, cfg.full_context_tokens))
+        elif name == "rag512":
+            methods.append(RAGChunks(main, responder, main.embedder))
+        elif name == "dense_turns":
+            methods.append(DenseTurns(main, responder, main.embedder, cfg.turns_k, cfg.settings.search.max_context_tokens))
+        elif name == "bm25_turns":
+            methods.append(BM25Turns(main, responder, cfg.turns_k, cfg.settings.search.max_context_tokens))
+    _save_timings(cfg.out / "construction.json", timings)
+
+    results_path = cfg.out / "results.jsonl"
+    done = set()
+    if results_path.is_file():
+        for line in results_path.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                done.add((r["method"], r["qid"]))
+    todo = [(qid, q, m) for qid, q in _questions(ds, cfg.limit) for m in methods if (m.name, qid) not in done]
+    with results_path.open("a") as fh:
+        for i, (qid, q, m) in enumerate(todo):
+            r = m.answer(q.namespace, q.question)
+            row = {"method": m.name, "qid": qid, "namespace": q.namespace, "category": q.category,
+                   "question": q.question, "gold": q.answers, "answer": r.answer, "skipped": r.skipped,
+                   "f1": None if r.skipped else best_over_references(token_f1, r.answer, q.answers),
+                   "bleu1": None if r.skipped else best_over_references(bleu1, r.answer, q.answers),
+                   "evidence_recall": None if r.skipped else evidence_recall(q.evidence, r.observation_ids),
+                   "context_tokens": r.context_tokens, "llm_calls": r.usage.llm_calls,
+                   "prompt_tokens": r.usage.prompt_tokens, "completion_tokens": r.usage.completion_tokens,
+                   "cached_calls": r.usage.cached_calls, "latency_s": round(r.latency_s, 4), "search": r.search}
+            fh.write(json.dumps(row) + "\n")
+            fh.flush()
+            if progress:
+                progress("answering", i + 1, len(todo))
+    rows = [json.loads(x) for x in results_path.read_text().splitlines() if x.strip()]
+    return {"rows": rows, "timings": json.loads((cfg.out / "construction.json").read_text())}
+
+
+def _save_timings(path: Path, new: list[dict]) -> None:
+    old = json.loads(path.read_text()) if path.is_file() else []
+    seen = {(t["memory"], t["namespace"], t["step"]) for t in new}
+    merged = [t for t in old if (t["memory"], t["namespace"], t["step"]) not in seen] + new
+    path.write_text(json.dumps(merged, indent=1))

@@ -1,0 +1,95 @@
+"""Against a real local model, never a mock. Skipped unless the environment names one:
+
+  COMPASSMEM_TEST_GGUF        a GGUF file for the in-process `gguf:` provider (smoke: every role schema)
+  COMPASSMEM_TEST_BASE_URL    an OpenAI-compatible server on loopback serving that model (`openai:` smoke)
+  COMPASSMEM_TEST_GGUF_BUILD  a GGUF good enough to build and search memory (LLM-mode end-to-end)
+
+.ci/run fetches the models, starts `python -m llama_cpp.server` on 127.0.0.1 and sets these.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from compassmem.config import LLMSettings
+from compassmem.doctor import check_roles
+from compassmem.llm import make_llm
+
+pytestmark = pytest.mark.llm
+
+GGUF = os.environ.get("COMPASSMEM_TEST_GGUF")
+BASE_URL = os.environ.get("COMPASSMEM_TEST_BASE_URL")
+BUILD_GGUF = os.environ.get("COMPASSMEM_TEST_GGUF_BUILD")
+REPORT_DIR = Path(os.environ.get("COMPASSMEM_TEST_REPORT_DIR", "test-reports"))
+
+
+def _assert_all_roles(results):
+    failed = [f"{r.role}: {r.detail}" for r in results if not r.ok]
+    assert not failed, "roles failed against a real model:\n" + "\n".join(failed)
+    assert len(results) == 9
+
+
+@pytest.mark.skipif(not GGUF, reason="COMPASSMEM_TEST_GGUF not set")
+def test_every_role_schema_through_gguf_provider():
+    client = make_llm(f"gguf:{GGUF}", LLMSettings(cache=False, max_tokens=384, retries=2, n_ctx=4096))
+    _assert_all_roles(check_roles(client))
+    assert client.total.llm_calls >= 9 and client.total.completion_tokens > 0
+
+
+@pytest.mark.skipif(not BASE_URL, reason="COMPASSMEM_TEST_BASE_URL not set")
+def test_every_role_schema_through_openai_provider():
+    client = make_llm("openai:local", LLMSettings(cache=False, max_tokens=384, retries=2), base_url=BASE_URL,
+                      api_key="none")
+    _assert_all_roles(check_roles(client))
+    assert client.total.prompt_tokens > 0
+
+
+@pytest.mark.skipif(not BUILD_GGUF, reason="COMPASSMEM_TEST_GGUF_BUILD not set")
+def test_llm_mode_build_and_ask_conv26(tmp_path, locomo_path):
+    """Construction + search end to end with a real model over conv-26 sessions 1-3."""
+    from compassmem import Memory, Settings
+    from compassmem.ingest import load
+
+    settings = Settings.load(**{"llm.max_tokens": 768, "llm.n_ctx": 8192, "search.max_steps": 6,
+                                "construction.max_judge_calls_per_step": 4})
+    mem = Memory(tmp_path / "llm.db", llm=f"gguf:{BUILD_GGUF}", settings=settings)
+    ds = load(locomo_path, "locomo", samples=["conv-26"], sessions=(1, 3))
+    report = {"model": Path(BUILD_GGUF).name, "steps": [], "questions": []}
+    for item in ds.steps:
+        t0 = time.perf_counter()
+        rec = mem.constructor.add_step(item.namespace, item.step, item.observations, item.world_time)
+        report["steps"].append({"step": rec.step, "wall_s": round(time.perf_counter() - t0, 1),
+                                "llm_calls": rec.llm_calls, "prompt_tokens": rec.prompt_tokens,
+                                "completion_tokens": rec.completion_tokens, "events_new": rec.events_new,
+                                "events_merged": rec.events_merged, "relations": rec.relations,
+                                "skipped": rec.skipped})
+    obs = {o.id for o in mem.store.observations("conv-26")}
+    events = mem.events("conv-26")
+    assert events and all(e.observation_ids and set(e.observation_ids) <= obs for e in events)
+    stats = mem.stats("conv-26")
+    assert stats["construction"]["llm_calls"] >= 2 * len(ds.steps)
+    assert stats["topics"] >= 1 and all(e.topic_id for e in events)
+    wanted = [q for q in ds.questions if all(e.split(":")[0] in {"D1", "D2", "D3"} for e in q.evidence)][:5]
+    assert len(wanted) == 5
+    for q in wanted:
+        t0 = time.perf_counter()
+        a = mem.ask(q.question, "conv-26")
+        assert a.answer.strip()
+        assert set(a.observation_ids()) <= obs and a.observation_ids()
+        assert a.subgoals and 1 <= len(a.subgoals) <= 5
+        assert a.usage.llm_calls >= 3  # planner, selector, explorer(s), responder
+        assert len({s.event_id for s in a.trace}) == len(a.trace)
+        report["questions"].append({"question": q.question, "gold": q.answers[0], "answer": a.answer,
+                                    "evidence_hit": bool(set(q.evidence) & set(a.observation_ids())),
+                                    "llm_calls": a.usage.llm_calls, "prompt_tokens": a.usage.prompt_tokens,
+                                    "completion_tokens": a.usage.completion_tokens,
+                                    "latency_s": round(time.perf_counter() - t0, 1), "steps": len(a.trace),
+                                    "refined": a.refined_query is not None})
+    REPORT_DIR.mkdir(parents=True, exist_ok=True)
+    (REPORT_DIR / "llm_mode_conv26.json").write_text(json.dumps(report, indent=2))
+    mem.close()
