@@ -99,5 +99,6 @@ def test_segmenter_ids_are_validated(hash_memory):
     hash_memory.constructor.roles.segmenter = Liar()
     rec = hash_memory.add(["one", "two"], namespace="n", step=1)
     events = hash_memory.events("n")
-    assert [e.observation_ids for e in events] == [["S1:1"]]
+    assert [e.observation_ids for e in events] == [["S1:1"], ["S1:2"]]  # the uncovered turn is not lost
     assert any("GHOST" in s for s in rec.skipped) and any("dropped" in s for s in rec.skipped)
+    assert any("not covered" in s for s in rec.skipped)

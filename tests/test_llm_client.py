@@ -95,11 +95,12 @@ def test_cache_makes_reruns_free_and_identical(tmp_path):
 def test_every_prompt_renders_and_has_a_schema():
     from compassmem import schemas
 
-    expected = {"segment", "relate", "judge", "topic_label", "plan", "select", "explore", "refine", "respond"}
+    expected = {"segment", "relate", "judge", "topic_label", "plan", "select", "explore", "explore_batch", "refine",
+                "respond"}
     assert set(prompt_names()) == expected
     with pytest.raises(KeyError):
         prompt("plan").render()  # a missing variable is an error, never a silent blank
-    assert schemas.ExploreOut.model_json_schema()["properties"]["action"]["enum"] == ["SKIP", "EXPAND", "ANSWER"]
+    assert schemas.ExploreOut.model_json_schema()["properties"]["action"]["enum"] == ["EXPAND", "SKIP", "ANSWER"]
 
 
 @pytest.mark.parametrize("spec, message", [

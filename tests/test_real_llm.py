@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from compassmem.config import LLMSettings
-from compassmem.doctor import check_roles
+from compassmem.doctor import ROLE_CHECKS, check_roles
 from compassmem.llm import make_llm
 
 pytestmark = pytest.mark.llm
@@ -31,14 +31,14 @@ REPORT_DIR = Path(os.environ.get("COMPASSMEM_TEST_REPORT_DIR", "test-reports"))
 def _assert_all_roles(results):
     failed = [f"{r.role}: {r.detail}" for r in results if not r.ok]
     assert not failed, "roles failed against a real model:\n" + "\n".join(failed)
-    assert len(results) == 9
+    assert len(results) == len(ROLE_CHECKS)
 
 
 @pytest.mark.skipif(not GGUF, reason="COMPASSMEM_TEST_GGUF not set")
 def test_every_role_schema_through_gguf_provider():
     client = make_llm(f"gguf:{GGUF}", LLMSettings(cache=False, max_tokens=384, retries=2, n_ctx=4096))
     _assert_all_roles(check_roles(client))
-    assert client.total.llm_calls >= 9 and client.total.completion_tokens > 0
+    assert client.total.llm_calls >= len(ROLE_CHECKS) and client.total.completion_tokens > 0
 
 
 @pytest.mark.skipif(not BASE_URL, reason="COMPASSMEM_TEST_BASE_URL not set")

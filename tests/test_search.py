@@ -210,3 +210,21 @@ def test_ask_over_each_dev_conversation(built):
         a = mem.ask(q.question, ns)
         ids = {o.id for o in mem.store.observations(ns)}
         assert a.answer and a.observation_ids() and set(a.observation_ids()) <= ids
+
+
+def test_batched_rounds_keep_the_guarantees(demo_memory, tmp_path):
+    s = Settings.load(**{"search.batch_explorers": True})
+    mem = Memory(tmp_path / "demo.db", settings=s, store=demo_memory.store)
+    a = mem.ask("When did Tom finish the Porto marathon?", "demo")
+    assert a.answer == "the week before 20 May 2024"
+    assert len({t.event_id for t in a.trace}) == len(a.trace)
+    assert {t.explorer for t in a.trace} <= {0, 1, 2}
+
+
+def test_relative_answers_are_made_absolute():
+    from compassmem.models import Observation
+    from compassmem.search.responder import absolutise
+
+    o = Observation(id="a", namespace="n", step=1, text="I adopted Biscuit last Saturday!", time="8 May 2023")
+    assert absolutise("last Saturday", "When did Tom adopt Biscuit?", [o]) == "6 May 2023"
+    assert absolutise("last Saturday", "What did Tom do?", [o]) == "last Saturday"

@@ -38,12 +38,14 @@ class SearchSettings(BaseModel):
     explorers: int = Field(3, ge=1, le=16)
     max_next: int = Field(3, ge=0, le=10)
     max_steps: int = Field(24, ge=1, description="explorer steps per round (all explorers together)")
+    batch_explorers: bool = Field(False, description="decide each round of all explorers in one LLM call")
     refinement: bool = True
     use_planner: bool = True
     use_topics: bool = True
     use_relations: bool = True
     max_subgoals: int = Field(5, ge=1, le=5)
     max_question_chars: int = Field(4000, ge=10)
+    lexical_weight: float = Field(0.3, ge=0, le=5, description="weight of BM25 next to embedding similarity")
     max_context_tokens: int = Field(3000, ge=100, description="evidence handed to the responder")
 
 

@@ -32,6 +32,11 @@ ROLE_CHECKS: dict[str, tuple[type[BaseModel], dict[str, object]]] = {
                                      "kept": "(none)", "current_id": "e1.0", "current_time": "2023-05-07",
                                      "current_people": "Ana", "current_text": _OBS,
                                      "neighbours": "- e0.3 (e0.3 -[causal]-> e1.0): Ana's old dog died.", "max_next": 3}),
+    "explore_batch": (schemas.ExploreBatchOut, {
+        "question": "What is Ana's puppy called?", "subgoals": "0. [ ] puppy's name", "kept": "(none)", "n": 2,
+        "events": "### Event e1.0 (2023-05-07; people: Ana)\n" + _OBS + "\nUnvisited neighbours of e1.0:\n(none)\n\n"
+                  "### Event e2.0 (2023-06-01; people: Ben)\nBen: I went hiking.\nUnvisited neighbours of e2.0:\n(none)",
+        "max_next": 3}),
     "refine": (schemas.RefineOut, {"question": "Why did Ana adopt a puppy?", "satisfied": "- (none)",
                                    "unsatisfied": "- reason for adopting", "evidence": "(nothing yet)"}),
     "respond": (schemas.RespondOut, {"context": "[8 May 2023] Ana: I adopted a puppy yesterday.",

@@ -96,7 +96,9 @@ class Memory:
         version = len(self.store.steps(namespace)) if self.store.has_namespace(namespace) else -1
         cached = self._graphs.get(namespace)
         if cached is None or cached[0] != version:
-            cached = (version, GraphView.load(self.store, namespace))
+            view = GraphView.load(self.store, namespace)
+            view.lexical_weight = self.settings.search.lexical_weight
+            cached = (version, view)
             self._graphs[namespace] = cached
         return cached[1]
 

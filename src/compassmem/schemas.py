@@ -50,13 +50,21 @@ class SelectOut(BaseModel):
 
 
 class ExploreOut(BaseModel):
-    action: Literal["SKIP", "EXPAND", "ANSWER"]
+    action: Literal["EXPAND", "SKIP", "ANSWER"]
     next: list[str] = Field(default_factory=list, max_length=3)
     satisfied: list[int] = Field(default_factory=list, max_length=5)
 
 
+class ExploreDecision(ExploreOut):
+    event_id: str
+
+
+class ExploreBatchOut(BaseModel):
+    decisions: list[ExploreDecision] = Field(min_length=1, max_length=8)
+
+
 class RefineOut(BaseModel):
-    query: str = Field(min_length=1)
+    query: str = Field(min_length=1, max_length=300)
 
 
 class RespondOut(BaseModel):

@@ -19,13 +19,14 @@ from ..search.graph import approx_tokens
 from ..search.planner import content_words
 from ..search.responder import Responder, evidence_lines
 
-BASELINES = ("full_context", "rag512", "dense_turns", "bm25_turns")
+BASELINES = ("full_context", "rag512", "dense_turns", "bm25_turns")  # turn baselines accept ":K", e.g. bm25_turns:30
 ABLATIONS = {
     "no_topics": {"search.use_topics": False},
     "no_relations": {"search.use_relations": False},
     "no_refinement": {"search.refinement": False},
     "no_planner": {"search.use_planner": False},
     "chunks100": {},  # different construction: fixed ~100-token chunks instead of events
+    "batched": {"search.batch_explorers": True},  # not an ablation: same search, one LLM call per round
 }
 ALL_METHODS = ("compassmem", *BASELINES, *ABLATIONS)
 
@@ -134,8 +135,9 @@ class FullContext(_Answering):
 
 
 class DenseTurns(_Answering):
-    def __init__(self, memory: Memory, responder: Responder, embedder: CachedEmbedder, k: int, max_tokens: int) -> None:
-        super().__init__("dense_turns", memory, responder, max_tokens)
+    def __init__(self, memory: Memory, responder: Responder, embedder: CachedEmbedder, k: int, max_tokens: int,
+                 name: str = "dense_turns") -> None:
+        super().__init__(name, memory, responder, max_tokens)
         self.embedder, self.k = embedder, k
 
     def answer(self, namespace: str, question: str) -> MethodResult:
@@ -148,8 +150,8 @@ class DenseTurns(_Answering):
 
 
 class BM25Turns(_Answering):
-    def __init__(self, memory: Memory, responder: Responder, k: int, max_tokens: int) -> None:
-        super().__init__("bm25_turns", memory, responder, max_tokens)
+    def __init__(self, memory: Memory, responder: Responder, k: int, max_tokens: int, name: str = "bm25_turns") -> None:
+        super().__init__(name, memory, responder, max_tokens)
         self.k = k
         self._index: dict[str, Any] = {}
 

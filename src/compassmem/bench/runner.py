@@ -39,7 +39,9 @@ class BenchConfig:
     full_context_tokens: int = 32_000
 
     def validate(self) -> None:
-        unknown = [m for m in self.methods if m not in ALL_METHODS]
+        unknown = [m for m in self.methods if m.partition(":")[0] not in ALL_METHODS
+                   or (":" in m and (m.partition(":")[0] not in ("dense_turns", "bm25_turns")
+                                     or not m.partition(":")[2].isdigit()))]
         if unknown:
             raise ConfigError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(ALL_METHODS)}")
         if self.dataset not in ("locomo", "narrativeqa"):
@@ -95,6 +97,8 @@ def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
     responder = main.engine.roles.responder
     methods: list[Method] = []
     for name in cfg.methods:
+        base, _, k_text = name.partition(":")
+        k = int(k_text) if k_text else cfg.turns_k
         if name == "compassmem":
             methods.append(CompassMemMethod(name, main))
         elif name == "chunks100":
@@ -110,10 +114,10 @@ def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
             methods.append(FullContext(main, responder, cfg.full_context_tokens))
         elif name == "rag512":
             methods.append(RAGChunks(main, responder, main.embedder))
-        elif name == "dense_turns":
-            methods.append(DenseTurns(main, responder, main.embedder, cfg.turns_k, cfg.settings.search.max_context_tokens))
-        elif name == "bm25_turns":
-            methods.append(BM25Turns(main, responder, cfg.turns_k, cfg.settings.search.max_context_tokens))
+        elif base == "dense_turns":
+            methods.append(DenseTurns(main, responder, main.embedder, k, cfg.settings.search.max_context_tokens, name))
+        elif base == "bm25_turns":
+            methods.append(BM25Turns(main, responder, k, cfg.settings.search.max_context_tokens, name))
     _save_timings(cfg.out / "construction.json", timings)
 
     results_path = cfg.out / "results.jsonl"

@@ -21,7 +21,8 @@ from ..timeutil import iso, parse_date, resolve_in_text
 from . import topics as topic_ops
 from .fuse import FusionJudge, decide, merge_into
 from .relate import RelationExtractor
-from .segment import DraftEvent, Segmenter, observation_text
+from ..timeutil import find_expressions
+from .segment import DraftEvent, Segmenter, extractive_summary, observation_text, participants_of
 
 
 @dataclass
@@ -77,14 +78,31 @@ class Constructor:
                 skipped.append(f"event {i + 1}: dropped (no valid observation ids or empty summary)")
                 continue
             used.update(ids)
-            resolved = resolve_in_text(d.time_expression or "", world_date) if d.time_expression else None
-            time = EventTime(explicit=d.time_expression, step=step, order=len(events),
-                             date=iso(resolved.start if resolved else world_date),
-                             end=iso(resolved.end) if resolved else None)
-            events.append(Event(id=f"e{step}.{len(events)}", namespace=namespace, step=step,
-                                summary=d.summary.strip(), participants=d.participants, time=time,
-                                observation_ids=sorted(ids, key=valid.__getitem__)))
+            events.append(self._event(namespace, step, d, ids, valid, world_date, len(events)))
+        runs: list[list[Observation]] = []
+        for o in observations:  # what the segmenter left out still becomes memory, never silently lost
+            if o.id in used:
+                continue
+            if runs and runs[-1][-1].seq == o.seq - 1:
+                runs[-1].append(o)
+            else:
+                runs.append([o])
+        for run in runs:
+            skipped.append(f"observations {run[0].id}..{run[-1].id} not covered by the segmenter: kept as an extractive event")
+            text = " ".join(o.text for o in run)
+            exprs = find_expressions(text)
+            draft = DraftEvent(extractive_summary(run), [o.id for o in run], participants_of(run), exprs[0] if exprs else None)
+            events.append(self._event(namespace, step, draft, draft.observation_ids, valid, world_date, len(events)))
         return events
+
+    @staticmethod
+    def _event(namespace: str, step: int, d: DraftEvent, ids: list[str], seqs: dict[str, int], world_date,
+               order: int) -> Event:
+        resolved = resolve_in_text(d.time_expression or "", world_date) if d.time_expression else None
+        time = EventTime(explicit=d.time_expression, step=step, order=order,
+                         date=iso(resolved.start if resolved else world_date), end=iso(resolved.end) if resolved else None)
+        return Event(id=f"e{step}.{order}", namespace=namespace, step=step, summary=d.summary.strip(),
+                     participants=d.participants, time=time, observation_ids=sorted(ids, key=seqs.__getitem__))
 
     # ------------------------------------------------------------------ the step
     def add_step(self, namespace: str, step: int, observations: list[Observation],

@@ -13,7 +13,7 @@ from ..embed import CachedEmbedder
 from ..errors import InputError
 from ..llm import LLMClient
 from ..models import Answer, EvidenceItem, SubgoalState, Usage
-from .explorer import ExplorerPolicy, run_explorers
+from .explorer import ExplorerPolicy, run_batched, run_explorers
 from .frontier import Frontier
 from .graph import GraphView, approx_tokens
 from .localize import StartSelector, candidates_for
@@ -70,15 +70,16 @@ class SearchEngine:
         subgoals = subgoals or [question]
         qv = self.embedder.embed([question])[0]
         sv = self.embedder.embed(subgoals)
-        sims = graph.similarity(np.vstack([qv[None], sv]))
+        sims = graph.similarity(np.vstack([qv[None], sv]), [question, *subgoals])
         policy = roles.policy(graph, sims)
         frontier = Frontier(sims, graph.index, s.max_steps)
 
-        cands = candidates_for(graph, qv, s)
+        cands = candidates_for(graph, qv, question, s)
         starts = roles.selector.select(question, subgoals, cands, graph, sv, s.max_start_nodes)
         with frontier.cond:
             frontier.push(starts)
-        run_explorers(s.explorers, frontier, graph, policy, question, subgoals, s.max_next, s.use_relations)
+        explore = run_batched if s.batch_explorers else run_explorers
+        explore(s.explorers, frontier, graph, policy, question, subgoals, s.max_next, s.use_relations)
 
         refined: str | None = None
         if s.refinement and not all(frontier.satisfied) and frontier.queue_size() == 0:
@@ -87,13 +88,12 @@ class SearchEngine:
             refined = roles.planner.refine(question, subgoals, satisfied, evidence[-4000:])
             if refined and refined.strip().lower() != question.lower():
                 rv = self.embedder.embed([refined])[0]
-                more = candidates_for(graph, rv, s, exclude=seen)
+                more = candidates_for(graph, rv, refined, s, exclude=seen)
                 new_starts = roles.selector.select(refined, subgoals, more, graph, sv, s.max_start_nodes)
                 frontier.reopen(s.max_steps)
                 with frontier.cond:
                     frontier.push(new_starts)
-                run_explorers(s.explorers, frontier, graph, policy, question, subgoals, s.max_next,
-                              s.use_relations)
+                explore(s.explorers, frontier, graph, policy, question, subgoals, s.max_next, s.use_relations)
 
         kept = list(frontier.kept)
         fallback = not kept

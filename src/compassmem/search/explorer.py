@@ -13,7 +13,7 @@ import numpy as np
 from ..llm import LLMClient
 from ..models import Event, TraceStep
 from ..prompts import prompt
-from ..schemas import ExploreOut
+from ..schemas import ExploreBatchOut, ExploreOut
 from .frontier import Frontier
 from .graph import GraphView, Neighbour
 from .planner import content_words
@@ -32,6 +32,10 @@ class StepContext:
 
 class ExplorerPolicy(Protocol):
     def decide(self, ctx: StepContext) -> ExploreOut: ...
+
+    def decide_batch(self, ctxs: list[StepContext]) -> list[ExploreOut]:
+        """One round of several explorers at once (one LLM call instead of one per explorer)."""
+        ...
 
 
 class OfflinePolicy:
@@ -71,30 +75,55 @@ class OfflinePolicy:
         return ExploreOut(action=action, next=nxt, satisfied=satisfied)
 
 
+    def decide_batch(self, ctxs: list[StepContext]) -> list[ExploreOut]:
+        return [self.decide(c) for c in ctxs]
+
+
 class LLMPolicy:
     def __init__(self, llm: LLMClient, graph: GraphView, show_relations: bool = True) -> None:
         self.llm = llm
         self.graph = graph
         self.show_relations = show_relations
 
+    def _goals(self, ctx: StepContext) -> str:
+        return "\n".join(f"{j}. [{'x' if s else ' '}] {t}" for j, (t, s) in enumerate(zip(ctx.subgoals, ctx.satisfied)))
+
+    def _kept(self, ctx: StepContext) -> str:
+        return "\n".join(line for e in ctx.kept for line in self.graph.source_lines(e))[-6000:] or "(none)"
+
+    def _neighbours(self, ctx: StepContext) -> str:
+        rows = []
+        for n in ctx.neighbours:
+            rel = f" ({n.hint(ctx.event.id)})" if self.show_relations else ""
+            rows.append(f"- {n.event_id}{rel}: {self.graph.events[n.event_id].summary[:240]}")
+        return "\n".join(rows) or "(none)"
+
+    def _current(self, ctx: StepContext) -> str:
+        return "\n".join(self.graph.source_lines(ctx.event)) or ctx.event.summary
+
     def decide(self, ctx: StepContext) -> ExploreOut:
-        g = self.graph
-        goals = "\n".join(f"{j}. [{'x' if s else ' '}] {t}" for j, (t, s) in enumerate(zip(ctx.subgoals, ctx.satisfied)))
-        kept = "\n".join(line for e in ctx.kept for line in g.source_lines(e))[-6000:] or "(none)"
-        if ctx.neighbours:
-            rows = []
-            for n in ctx.neighbours:
-                rel = f" ({n.hint(ctx.event.id)})" if self.show_relations else ""
-                rows.append(f"- {n.event_id}{rel}: {g.events[n.event_id].summary[:240]}")
-            neighbours = "\n".join(rows)
-        else:
-            neighbours = "(none)"
         return self.llm.structured(
-            prompt("explore"), ExploreOut, question=ctx.question, subgoals=goals, kept=kept,
+            prompt("explore"), ExploreOut, question=ctx.question, subgoals=self._goals(ctx), kept=self._kept(ctx),
             current_id=ctx.event.id, current_time=ctx.event.time.label(),
-            current_people=", ".join(ctx.event.participants) or "unknown",
-            current_text="\n".join(g.source_lines(ctx.event)) or ctx.event.summary,
-            neighbours=neighbours, max_next=ctx.max_next)
+            current_people=", ".join(ctx.event.participants) or "unknown", current_text=self._current(ctx),
+            neighbours=self._neighbours(ctx), max_next=ctx.max_next)
+
+    def decide_batch(self, ctxs: list[StepContext]) -> list[ExploreOut]:
+        if len(ctxs) == 1:
+            return [self.decide(ctxs[0])]
+        blocks = []
+        for c in ctxs:
+            e = c.event
+            blocks.append(f"### Event {e.id} ({e.time.label()}; people: {', '.join(e.participants) or 'unknown'})\n"
+                          f"{self._current(c)}\nUnvisited neighbours of {e.id}:\n{self._neighbours(c)}")
+        out = self.llm.structured(prompt("explore_batch"), ExploreBatchOut, question=ctxs[0].question,
+                                  subgoals=self._goals(ctxs[0]), kept=self._kept(ctxs[0]), events="\n\n".join(blocks),
+                                  max_next=ctxs[0].max_next, n=len(ctxs))
+        by_id = {d.event_id.strip(): d for d in out.decisions}
+        # an event the model did not decide on is kept (EXPAND, no moves): evidence is never dropped silently
+        return [ExploreOut(action=by_id[c.event.id].action, next=by_id[c.event.id].next,
+                           satisfied=by_id[c.event.id].satisfied) if c.event.id in by_id
+                else ExploreOut(action="EXPAND") for c in ctxs]
 
 
 def _explore(worker: int, frontier: Frontier, graph: GraphView, policy: ExplorerPolicy, question: str,
@@ -104,24 +133,52 @@ def _explore(worker: int, frontier: Frontier, graph: GraphView, policy: Explorer
         if eid is None:
             return
         try:
-            kept_ids, satisfied, seen = frontier.snapshot()
-            event = graph.events[eid]
-            neighbours = graph.neighbours(eid, visited=seen) if use_relations else []
-            ctx = StepContext(question, subgoals, satisfied, event, [graph.events[k] for k in kept_ids],
-                              neighbours, max_next)
+            ctx = _context(frontier, graph, eid, question, subgoals, max_next, use_relations)
             out = policy.decide(ctx)
-            allowed = {n.event_id for n in neighbours}
-            nxt = [x for x in dict.fromkeys(out.next) if x in allowed][:max_next]
-            rejected = [x for x in out.next if x not in allowed]
-            newly = [j for j in out.satisfied if 0 <= j < len(subgoals)] if out.action != "SKIP" else []
-            step = TraceStep(explorer=worker, round=frontier.round, event_id=eid, action=out.action, next=nxt,
-                             satisfied=newly, rejected_next=rejected)
-            frontier.finish(eid, step, keep=out.action != "SKIP", newly_satisfied=newly, next_ids=nxt)
+            _apply(frontier, worker, ctx, out, max_next)
             if out.action == "ANSWER":
                 return  # ANSWER ends this explorer's path; the others drain the queue
         except BaseException as exc:  # surfaced to the caller after join
             frontier.fail(exc)
             return
+
+
+def _context(frontier: Frontier, graph: GraphView, eid: str, question: str, subgoals: list[str], max_next: int,
+             use_relations: bool) -> StepContext:
+    kept_ids, satisfied, seen = frontier.snapshot()
+    neighbours = graph.neighbours(eid, visited=seen) if use_relations else []
+    return StepContext(question, subgoals, satisfied, graph.events[eid], [graph.events[k] for k in kept_ids],
+                       neighbours, max_next)
+
+
+def _apply(frontier: Frontier, worker: int, ctx: StepContext, out: ExploreOut, max_next: int) -> None:
+    allowed = {n.event_id for n in ctx.neighbours}
+    nxt = [x for x in dict.fromkeys(out.next) if x in allowed][:max_next]
+    rejected = [x for x in out.next if x not in allowed]
+    newly = [j for j in out.satisfied if 0 <= j < len(ctx.subgoals)] if out.action != "SKIP" else []
+    step = TraceStep(explorer=worker, round=frontier.round, event_id=ctx.event.id, action=out.action, next=nxt,
+                     satisfied=newly, rejected_next=rejected)
+    frontier.finish(ctx.event.id, step, keep=out.action != "SKIP", newly_satisfied=newly, next_ids=nxt)
+
+
+def run_batched(n: int, frontier: Frontier, graph: GraphView, policy: ExplorerPolicy, question: str,
+                subgoals: list[str], max_next: int, use_relations: bool) -> None:
+    """Synchronous rounds: the n explorers' current nodes are decided together, one call per round.
+    Same frontier, same guarantees; an explorer that said ANSWER sits out the following rounds."""
+    active = list(range(n))
+    while active:
+        claimed = frontier.take_many(len(active))
+        if not claimed:
+            return
+        ctxs = [_context(frontier, graph, eid, question, subgoals, max_next, use_relations) for eid in claimed]
+        try:
+            outs = policy.decide_batch(ctxs)
+        except BaseException as exc:
+            frontier.fail(exc, claimed=len(claimed))
+            raise
+        for worker, ctx, out in zip(active, ctxs, outs):
+            _apply(frontier, worker, ctx, out, max_next)
+        active = [w for w, out in zip(active, outs) if out.action != "ANSWER"] + active[len(outs):]
 
 
 def run_explorers(n: int, frontier: Frontier, graph: GraphView, policy: ExplorerPolicy, question: str,

@@ -88,6 +88,19 @@ class Frontier:
                     return None
                 self.cond.wait()
 
+    def take_many(self, n: int) -> list[str]:
+        """Claim up to n nodes at once without waiting (one synchronous round of the batched mode)."""
+        with self.cond:
+            out: list[str] = []
+            while self._heap and len(out) < n and self.steps < self.max_steps and self.error is None:
+                _, _, eid = heapq.heappop(self._heap)
+                self._queued.discard(eid)
+                self.visited.add(eid)
+                self.steps += 1
+                self._active += 1
+                out.append(eid)
+            return out
+
     def finish(self, event_id: str, step: TraceStep, keep: bool, newly_satisfied: list[int],
                next_ids: list[str]) -> None:
         with self.cond:
@@ -106,10 +119,10 @@ class Frontier:
             self._active -= 1
             self.cond.notify_all()
 
-    def fail(self, exc: BaseException) -> None:
+    def fail(self, exc: BaseException, claimed: int = 1) -> None:
         with self.cond:
             self.error = exc
-            self._active -= 1
+            self._active -= claimed
             self.cond.notify_all()
 
     def reopen(self, extra_steps: int) -> None:

@@ -37,6 +37,7 @@ class GraphView:
     observations: dict[str, Observation] = field(default_factory=dict)
     obs_matrix: np.ndarray | None = None
     obs_event: np.ndarray | None = None  # row of obs_matrix -> row of matrix
+    lexical_weight: float = 0.3
 
     @classmethod
     def load(cls, store: Store, namespace: str) -> "GraphView":
@@ -62,8 +63,10 @@ class GraphView:
         owner = {o: row[e.id] for e in events.values() for o in e.observation_ids if e.id in row}
         keep = [i for i, o in enumerate(obs_ids) if o in owner]
         obs_event = np.array([owner[obs_ids[i]] for i in keep], dtype=np.int64)
-        return cls(namespace, events, ids, mat, adjacency, topics, members, observations,
+        view = cls(namespace, events, ids, mat, adjacency, topics, members, observations,
                    obs_mat[keep] if keep else None, obs_event if keep else None)
+        view._obs_order = [obs_ids[i] for i in keep]
+        return view
 
     @property
     def empty(self) -> bool:
@@ -74,13 +77,16 @@ class GraphView:
 
     def __post_init__(self) -> None:
         self._index = {eid: i for i, eid in enumerate(self.ids)}
+        self._obs_order: list[str] = []
 
     def index(self, event_id: str) -> int:
         return self._index[event_id]
 
-    def similarity(self, queries: np.ndarray) -> np.ndarray:
-        """events × queries. An event scores the better of its own embedding and its best source
-        observation, so one precise turn inside a long event is not averaged away."""
+    def similarity(self, queries: np.ndarray, texts: list[str] | None = None) -> np.ndarray:
+        """events × queries. Dense part: the better of an event's own embedding and its best source
+        observation, so one precise turn inside a long event is not averaged away. Lexical part (when
+        the query texts are given): BM25 of the best source observation, scaled to [0, 1] per query and
+        weighted by lexical_weight, so rare exact words (names, objects) count as they do for BM25."""
         q = np.atleast_2d(queries).T
         sims = self.matrix @ q
         if self.obs_matrix is not None:
@@ -88,12 +94,38 @@ class GraphView:
             best = np.full_like(sims, -1.0)
             np.maximum.at(best, self.obs_event, per_obs)
             sims = np.maximum(sims, best)
+        if texts is not None and self.lexical_weight > 0 and self.obs_event is not None:
+            lex = np.zeros_like(sims)
+            for j, text in enumerate(texts):
+                scores = self._bm25_scores(text)
+                if scores is None:
+                    continue
+                col = np.zeros(len(self.ids))
+                np.maximum.at(col, self.obs_event, scores)
+                top = col.max()
+                if top > 0:
+                    lex[:, j] = col / top
+            sims = sims + self.lexical_weight * lex
         return sims
 
-    def rank(self, query: np.ndarray, limit: int | None = None, exclude: set[str] | None = None) -> list[tuple[str, float]]:
+    def _bm25_scores(self, text: str) -> np.ndarray | None:
+        from rank_bm25 import BM25Okapi
+
+        from .planner import content_words
+
+        if not hasattr(self, "_bm25"):
+            docs = [content_words(self.observations[o].text) or ["_"] for o in self._obs_order]
+            self._bm25 = BM25Okapi(docs) if docs else None
+        words = content_words(text)
+        if self._bm25 is None or not words:
+            return None
+        return np.asarray(self._bm25.get_scores(words))
+
+    def rank(self, query: np.ndarray, limit: int | None = None, exclude: set[str] | None = None,
+             text: str | None = None) -> list[tuple[str, float]]:
         if self.empty:
             return []
-        sims = self.similarity(query)[:, 0]
+        sims = self.similarity(query, [text] if text is not None else None)[:, 0]
         order = np.argsort(-sims, kind="stable")
         out: list[tuple[str, float]] = []
         for i in order:

@@ -27,11 +27,13 @@ class StartSelector(Protocol):
                subgoal_vecs: np.ndarray, max_pick: int) -> list[str]: ...
 
 
-def candidates_for(graph: GraphView, query: np.ndarray, settings: SearchSettings,
+def candidates_for(graph: GraphView, query: np.ndarray, text: str, settings: SearchSettings,
                    exclude: set[str] | None = None, top_k: int | None = None) -> list[Candidate]:
     """Top-k by similarity, then members of the first p distinct topics met in the ranked pool."""
     k = top_k or settings.top_k
-    ranked = graph.rank(query, limit=max(settings.pool_size, k), exclude=exclude)
+    all_sims = graph.similarity(query, [text])[:, 0]
+    order = [i for i in np.argsort(-all_sims, kind="stable") if not (exclude and graph.ids[i] in exclude)]
+    ranked = [(graph.ids[i], float(all_sims[i])) for i in order[: max(settings.pool_size, k)]]
     out = [Candidate(eid, sim, "top_k") for eid, sim in ranked[:k]]
     if not settings.use_topics or settings.topics_p == 0:
         return out
@@ -48,7 +50,6 @@ def candidates_for(graph: GraphView, query: np.ndarray, settings: SearchSettings
         members = [m for m in graph.members.get(tid, []) if m not in chosen and not (exclude and m in exclude)]
         if not members:
             continue
-        all_sims = graph.similarity(query)[:, 0]
         rows = np.array([all_sims[graph.index(m)] for m in members])
         for idx in np.argsort(-rows, kind="stable")[: settings.per_topic]:
             eid = members[int(idx)]
@@ -66,7 +67,7 @@ class OfflineStartSelector:
         ids = [c.event_id for c in candidates]
         picks: list[str] = []
         if len(subgoal_vecs):
-            cover = graph.similarity(subgoal_vecs)[[graph.index(e) for e in ids]]  # candidates × subgoals
+            cover = graph.similarity(subgoal_vecs, subgoals)[[graph.index(e) for e in ids]]  # candidates × subgoals
             for j in range(cover.shape[1]):
                 best = ids[int(np.argmax(cover[:, j]))]
                 if best not in picks:

@@ -12,7 +12,7 @@ from ..llm import LLMClient
 from ..models import Event, Observation
 from ..prompts import prompt
 from ..schemas import RespondOut
-from ..timeutil import fmt, from_iso, resolve_in_text
+from ..timeutil import find_expressions, fmt, from_iso, parse_date, resolve_in_text
 from ..construct.segment import observation_text
 from .graph import approx_tokens
 from .planner import content_words
@@ -87,4 +87,20 @@ class LLMResponder:
 
     def respond(self, question: str, events: list[Event], observations: list[Observation], max_tokens: int) -> str:
         context = "\n".join(evidence_lines(observations, max_tokens)) or "(no memory)"
-        return self.llm.structured(prompt("respond"), RespondOut, context=context, question=question).answer.strip()
+        answer = self.llm.structured(prompt("respond"), RespondOut, context=context, question=question).answer.strip()
+        return absolutise(answer, question, observations)
+
+
+def absolutise(answer: str, question: str, observations: list[Observation]) -> str:
+    """Safety net for small models: a when-answer that is still relative ('last Saturday') is resolved
+    against the date of the evidence line it came from, as the prompt asked the model to do."""
+    if not _WHEN.match(question):
+        return answer
+    for expr in find_expressions(answer):
+        if parse_date(expr):
+            continue
+        source = next((o for o in observations if expr.lower() in o.text.lower() and o.date), None)
+        resolved = resolve_in_text(expr, from_iso(source.date)) if source else None
+        if resolved:
+            return answer.replace(expr, resolved.label)
+    return answer
