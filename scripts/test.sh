@@ -14,8 +14,8 @@ wheel=$(PATH="$(dirname "$(command -v "$PY")"):$PATH" bash scripts/build-llama-w
 "$PY" -m pip install -q "$wheel"
 "$PY" -m pip install -q "fastapi>=0.100" "uvicorn>=0.22" "sse-starlette>=1.6.1" "starlette-context>=0.3.6,<0.4" \
   "pydantic-settings>=2.0.1" "PyYAML>=5.1"
-SMOKE=$("$PY" -m compassmem models fetch gemma3-270m | tail -n1)
-BUILD=$("$PY" -m compassmem models fetch "${COMPASSMEM_BUILD_MODEL:-qwen2.5-coder-1.5b}" | tail -n1)
+SMOKE=$("$PY" -m compassmem models fetch "${COMPASSMEM_SMOKE_MODEL:-qwen2.5-coder-0.5b}" | tail -n1)
+BUILD=$("$PY" -m compassmem models fetch "${COMPASSMEM_BUILD_MODEL:-qwen2.5-coder-0.5b}" | tail -n1)
 
 PORT="${COMPASSMEM_TEST_PORT:-8765}"
 LOG=$(mktemp)

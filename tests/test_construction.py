@@ -102,3 +102,26 @@ def test_segmenter_ids_are_validated(hash_memory):
     assert [e.observation_ids for e in events] == [["S1:1"], ["S1:2"]]  # the uncovered turn is not lost
     assert any("GHOST" in s for s in rec.skipped) and any("dropped" in s for s in rec.skipped)
     assert any("not covered" in s for s in rec.skipped)
+
+
+def test_invalid_llm_output_after_retries_commits_nothing(tmp_path):
+    from compassmem.config import LLMSettings, Settings
+    from compassmem.errors import LLMError
+    from compassmem.llm import Completion, LLMClient
+    from compassmem.roles import construction_roles
+
+    class Garbage:
+        model = "garbage"
+
+        def complete(self, messages, schema, *, temperature, max_tokens, name):
+            return Completion("I refuse to answer in JSON", 5, 5, 0.0)
+
+    mem = Memory(tmp_path / "g.db", embedder="hash")
+    client = LLMClient(Garbage(), LLMSettings(retries=1))
+    mem.constructor.roles = construction_roles(client, mem.embedder, Settings())
+    mem.constructor.llm = client
+    with pytest.raises(LLMError, match="segment.*failed after 2 attempt"):
+        mem.add(["a turn", "another turn"], namespace="n", step=1)
+    assert not mem.store.has_namespace("n") or mem.store.observations("n") == []
+    assert mem.store.step_count("n") == 0
+    mem.close()

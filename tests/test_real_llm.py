@@ -36,14 +36,14 @@ def _assert_all_roles(results):
 
 @pytest.mark.skipif(not GGUF, reason="COMPASSMEM_TEST_GGUF not set")
 def test_every_role_schema_through_gguf_provider():
-    client = make_llm(f"gguf:{GGUF}", LLMSettings(cache=False, max_tokens=384, retries=2, n_ctx=4096))
+    client = make_llm(f"gguf:{GGUF}", LLMSettings(cache=False, max_tokens=1024, retries=1, n_ctx=4096))
     _assert_all_roles(check_roles(client))
     assert client.total.llm_calls >= len(ROLE_CHECKS) and client.total.completion_tokens > 0
 
 
 @pytest.mark.skipif(not BASE_URL, reason="COMPASSMEM_TEST_BASE_URL not set")
 def test_every_role_schema_through_openai_provider():
-    client = make_llm("openai:local", LLMSettings(cache=False, max_tokens=384, retries=2), base_url=BASE_URL,
+    client = make_llm("openai:local", LLMSettings(cache=False, max_tokens=1024, retries=1, timeout_s=600), base_url=BASE_URL,
                       api_key="none")
     _assert_all_roles(check_roles(client))
     assert client.total.prompt_tokens > 0

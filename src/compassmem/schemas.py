@@ -3,38 +3,43 @@ and the same models validate what comes back."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints
+
+# Bounded strings: the JSON schema carries maxLength, so grammar-constrained decoding must terminate.
+Id = Annotated[str, StringConstraints(min_length=1, max_length=24)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=40)]
+Short = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 
 class SegEvent(BaseModel):
-    summary: str = Field(min_length=1, description="keeps names, numbers, dates, places")
-    observation_ids: list[str] = Field(min_length=1, description="ids of the turns this event spans")
-    time_expression: str | None = Field(default=None, description="time as said, e.g. 'last Saturday'")
-    participants: list[str] = Field(default_factory=list, max_length=3)
+    summary: str = Field(min_length=1, max_length=400, description="keeps names, numbers, dates, places")
+    observation_ids: list[Id] = Field(min_length=1, max_length=30, description="ids of the turns this event spans")
+    time_expression: str | None = Field(default=None, max_length=60, description="time as said, e.g. 'last Saturday'")
+    participants: list[Name] = Field(default_factory=list, max_length=3)
 
 
 class SegmentOut(BaseModel):
-    events: list[SegEvent] = Field(min_length=1, max_length=12)
+    events: list[SegEvent] = Field(min_length=1, max_length=10)
 
 
 class RelOut(BaseModel):
-    source: str = Field(description="event label, e.g. E1")
-    target: str
-    type: str = Field(description="causal, motivation, enablement, temporal_before, temporal_after, follow_up, "
+    source: Id = Field(description="event label, e.g. E1")
+    target: Id
+    type: Name = Field(description="causal, motivation, enablement, temporal_before, temporal_after, follow_up, "
                                   "part_of, contrast, elaboration, or another short label")
-    evidence: list[str] = Field(default_factory=list, max_length=4)
+    evidence: list[Id] = Field(default_factory=list, max_length=4)
 
 
 class RelateOut(BaseModel):
-    relations: list[RelOut] = Field(default_factory=list, max_length=20)
+    relations: list[RelOut] = Field(default_factory=list, max_length=12)
 
 
 class JudgeOut(BaseModel):
     same_event: bool
     related: bool
-    relation_type: str | None = None
+    relation_type: Name | None = None
 
 
 class TopicLabelOut(BaseModel):
@@ -42,21 +47,21 @@ class TopicLabelOut(BaseModel):
 
 
 class PlanOut(BaseModel):
-    subgoals: list[str] = Field(min_length=1, max_length=5)
+    subgoals: list[Short] = Field(min_length=1, max_length=5)
 
 
 class SelectOut(BaseModel):
-    selected: list[str] = Field(default_factory=list, max_length=5)
+    selected: list[Id] = Field(default_factory=list, max_length=5)
 
 
 class ExploreOut(BaseModel):
     action: Literal["EXPAND", "SKIP", "ANSWER"]
-    next: list[str] = Field(default_factory=list, max_length=3)
+    next: list[Id] = Field(default_factory=list, max_length=3)
     satisfied: list[int] = Field(default_factory=list, max_length=5)
 
 
 class ExploreDecision(ExploreOut):
-    event_id: str
+    event_id: Id
 
 
 class ExploreBatchOut(BaseModel):
@@ -68,4 +73,4 @@ class RefineOut(BaseModel):
 
 
 class RespondOut(BaseModel):
-    answer: str
+    answer: str = Field(max_length=300)

@@ -1,0 +1,91 @@
+"""The CLI as a user meets it: one clear error line and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from compassmem.config import Settings
+from compassmem.errors import ConfigError
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "compassmem", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+
+
+def test_help_lists_commands():
+    out = cli("--help").stdout
+    for cmd in ("ingest", "ask", "stats", "demo", "doctor", "models", "bench"):
+        assert cmd in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["ask", "hi?", "--db", "/no/such.db"], "database not found"),
+    (["ingest", "/no/file.json", "--db", "x.db", "--format", "locomo"], "input file not found"),
+    (["doctor", "--llm", "bogus"], "bad LLM spec"),
+    (["bench", "scale", "--out", "o", "--sizes", "ten"], "bad --sizes"),
+])
+def test_errors_are_one_clear_line(tmp_path, args, message):
+    r = cli(*args, cwd=tmp_path)
+    assert r.returncode != 0
+    text = r.stdout + r.stderr
+    assert message in text and "Traceback" not in text
+
+
+def test_ingest_ask_stats_roundtrip(tmp_path):
+    data = tmp_path / "obs.jsonl"
+    rows = [{"namespace": "me", "step": 1, "id": "a1", "speaker": "me", "text": "I planted tomatoes yesterday.",
+             "time": "8 May 2023"},
+            {"namespace": "me", "step": 2, "id": "b1", "speaker": "me", "text": "The tomatoes died because of frost.",
+             "time": "20 May 2023"}]
+    data.write_text("\n".join(json.dumps(r) for r in rows))
+    db = str(tmp_path / "m.db")
+    assert cli("ingest", str(data), "--db", db, "--format", "jsonl", "--embedder", "hash").returncode == 0
+    r = cli("ask", "When did I plant tomatoes?", "--db", db, "-n", "me", "--json")
+    assert r.returncode == 0, r.stderr
+    answer = json.loads(r.stdout)
+    assert answer["answer"] == "7 May 2023" and "a1" in answer["evidence"][0]["observation_ids"]
+    assert {"subgoals", "trace", "usage", "refined_query"} <= set(answer)
+    stats = json.loads(cli("stats", "--db", db, "-n", "me", "--json").stdout)
+    assert stats["observations"] == 2 and stats["events"] >= 2
+    r = cli("ask", "x?", "--db", db, "-n", "nobody")
+    assert r.returncode == 2 and "unknown namespace" in r.stderr
+    r = cli("ask", "x?", "--db", db, "-n", "me", "--llm", "openai:m", "--base-url", "http://127.0.0.1:9")
+    assert r.returncode == 2 and "cannot reach" in r.stderr
+
+
+def test_config_file_errors(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[search\ntop_k = 3")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        Settings.load(bad)
+    bad.write_text("[search]\ntop_k = -1")
+    with pytest.raises(ConfigError, match="search.top_k"):
+        Settings.load(bad)
+    bad.write_text("[search]\nbogus = 1")
+    with pytest.raises(ConfigError, match="bogus"):
+        Settings.load(bad)
+    with pytest.raises(ConfigError, match="not found"):
+        Settings.load(tmp_path / "missing.toml")
+    good = tmp_path / "good.toml"
+    good.write_text("[search]\ntop_k = 10\n[construction]\nmerge_threshold = 0.95")
+    s = Settings.load(good)
+    assert s.search.top_k == 10 and s.construction.merge_threshold == 0.95
+
+
+def test_demo_runs_offline():
+    r = cli("demo")
+    assert r.returncode == 0, r.stderr
+    assert "the week before 20 May 2024" in r.stdout and "Event Graph" in r.stdout
+
+
+def test_embedder_mismatch_is_refused(tmp_path):
+    from compassmem import Memory
+
+    Memory(tmp_path / "e.db", embedder="hash").close()
+    with pytest.raises(ConfigError, match="built with embedder 'hash'"):
+        Memory(tmp_path / "e.db", embedder="minilm")
