@@ -125,3 +125,13 @@ def test_invalid_llm_output_after_retries_commits_nothing(tmp_path):
     assert not mem.store.has_namespace("n") or mem.store.observations("n") == []
     assert mem.store.step_count("n") == 0
     mem.close()
+
+
+def test_llm_spans_are_expanded_from_their_ends():
+    from compassmem.construct.segment import span_ids
+    from compassmem.models import Observation
+
+    obs = [Observation(id=f"D1:{i}", namespace="n", step=1, seq=i, text="t") for i in range(1, 6)]
+    assert span_ids(obs, "D1:2", "D1:4") == ["D1:2", "D1:3", "D1:4"]
+    assert span_ids(obs, "D1:4", "D1:2") == ["D1:2", "D1:3", "D1:4"]  # reversed ends are tolerated
+    assert span_ids(obs, "D1:2", "D9:9") == ["D1:2", "D9:9"]  # unknown end: left for validation to reject

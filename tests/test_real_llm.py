@@ -36,14 +36,14 @@ def _assert_all_roles(results):
 
 @pytest.mark.skipif(not GGUF, reason="COMPASSMEM_TEST_GGUF not set")
 def test_every_role_schema_through_gguf_provider():
-    client = make_llm(f"gguf:{GGUF}", LLMSettings(cache=False, max_tokens=1024, retries=1, n_ctx=4096))
+    client = make_llm(f"gguf:{GGUF}", LLMSettings(cache=False, retries=1, n_ctx=4096))
     _assert_all_roles(check_roles(client))
     assert client.total.llm_calls >= len(ROLE_CHECKS) and client.total.completion_tokens > 0
 
 
 @pytest.mark.skipif(not BASE_URL, reason="COMPASSMEM_TEST_BASE_URL not set")
 def test_every_role_schema_through_openai_provider():
-    client = make_llm("openai:local", LLMSettings(cache=False, max_tokens=1024, retries=1, timeout_s=600), base_url=BASE_URL,
+    client = make_llm("openai:local", LLMSettings(cache=False, retries=1, timeout_s=600), base_url=BASE_URL,
                       api_key="none")
     _assert_all_roles(check_roles(client))
     assert client.total.prompt_tokens > 0
@@ -55,7 +55,7 @@ def test_llm_mode_build_and_ask_conv26(tmp_path, locomo_path):
     from compassmem import Memory, Settings
     from compassmem.ingest import load
 
-    settings = Settings.load(**{"llm.max_tokens": 768, "llm.n_ctx": 8192, "search.max_steps": 6,
+    settings = Settings.load(**{"llm.n_ctx": 8192, "search.max_steps": 6,
                                 "construction.max_judge_calls_per_step": 4})
     mem = Memory(tmp_path / "llm.db", llm=f"gguf:{BUILD_GGUF}", settings=settings)
     ds = load(locomo_path, "locomo", samples=["conv-26"], sessions=(1, 3))

@@ -53,7 +53,7 @@ class LLMSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     temperature: float = Field(0.0, ge=0, le=2)
-    max_tokens: int = Field(1024, ge=16)
+    max_tokens: int = Field(1536, ge=16, description="completion cap per call; the schemas' worst case fits in 1536")
     retries: int = Field(2, ge=0, le=10)
     timeout_s: float = Field(120.0, gt=0)
     n_ctx: int = Field(8192, ge=512)

@@ -7,21 +7,23 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
-# Bounded strings: the JSON schema carries maxLength, so grammar-constrained decoding must terminate.
+# Bounded strings and lists: the JSON schema carries maxLength/maxItems, so grammar-constrained decoding
+# terminates, and the worst case of each role fits in llm.max_tokens (1536): segment ≈ 8 × 450 chars.
 Id = Annotated[str, StringConstraints(min_length=1, max_length=24)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=40)]
 Short = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 
 class SegEvent(BaseModel):
-    summary: str = Field(min_length=1, max_length=400, description="keeps names, numbers, dates, places")
-    observation_ids: list[Id] = Field(min_length=1, max_length=30, description="ids of the turns this event spans")
+    first_id: Id = Field(description="id of the event's first observation")
+    last_id: Id = Field(description="id of the event's last observation")
+    summary: str = Field(min_length=1, max_length=240, description="keeps names, numbers, dates, places")
     time_expression: str | None = Field(default=None, max_length=60, description="time as said, e.g. 'last Saturday'")
     participants: list[Name] = Field(default_factory=list, max_length=3)
 
 
 class SegmentOut(BaseModel):
-    events: list[SegEvent] = Field(min_length=1, max_length=10)
+    events: list[SegEvent] = Field(min_length=1, max_length=8)
 
 
 class RelOut(BaseModel):

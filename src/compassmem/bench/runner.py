@@ -87,6 +87,9 @@ def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
                          [q for q in ds.questions if q.namespace in cfg.samples])
     loaded = set(ds.namespaces())
     ds.questions = [q for q in ds.questions if q.namespace in loaded]
+    if cfg.sessions:  # a slice of sessions: only questions whose gold evidence lies inside it
+        present = {(s.namespace, o.id) for s in ds.steps for o in s.observations}
+        ds.questions = [q for q in ds.questions if q.evidence and all((q.namespace, e) in present for e in q.evidence)]
 
     def memory(db: str, settings: Settings) -> Memory:
         return Memory(cfg.out / db, llm=cfg.llm, embedder=cfg.embedder, settings=settings, base_url=cfg.base_url,

@@ -66,21 +66,24 @@ def ingest(
 
     dataset = load(path, format, samples=sample, sessions=parse_range(sessions), limit_docs=limit_docs)
     mem = open_memory(db, llm, embedder, config, base_url, api_key)
-    created = merged = 0
+    totals = {"new": 0, "merged": 0}
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err_console, transient=False) as bar:
         task = bar.add_task("ingesting", total=len(dataset.steps))
-        for item in dataset.steps:
-            bar.update(task, description=f"{item.namespace} step {item.step}")
-            try:
-                rec = mem.constructor.add_step(item.namespace, item.step, item.observations, item.world_time)
-            except CompassMemError as exc:
-                raise CompassMemError(f"{item.namespace} step {item.step} not ingested (earlier steps are saved): {exc}") from None
-            created += rec.events_new
-            merged += rec.events_merged
-            bar.advance(task)
+
+        def advance(item, record) -> None:
+            totals["new"] += record.events_new
+            totals["merged"] += record.events_merged
+            bar.update(task, advance=1, description=f"{item.namespace} step {item.step}")
+
+        try:
+            mem.ingest(dataset, on_step=advance)
+        except CompassMemError as exc:
+            done = int(bar.tasks[0].completed)
+            raise CompassMemError(f"step {done + 1} of {len(dataset.steps)} not ingested "
+                                  f"(the {done} before it are saved; re-run to resume): {exc}") from None
     console.print(f"[green]✓[/] {len(dataset.steps)} steps in {len(dataset.namespaces())} namespace(s): "
-                  f"{created} new events, {merged} merged → {db}")
+                  f"{totals['new']} new events, {totals['merged']} merged → {db}")
     mem.close()
 
 

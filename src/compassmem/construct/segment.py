@@ -128,5 +128,15 @@ class LLMSegmenter:
         target = max(1, min(10, round(len(observations) / 3)))
         out = self.llm.structured(prompt("segment"), SegmentOut, step=step, world_time=world_time or "unknown",
                                   observations=render_observations(observations), target_events=target)
-        return [DraftEvent(e.summary.strip(), list(e.observation_ids), list(e.participants), e.time_expression)
-                for e in out.events]
+        return [DraftEvent(e.summary.strip(), span_ids(observations, e.first_id.strip(), e.last_id.strip()),
+                           list(e.participants), e.time_expression) for e in out.events]
+
+
+def span_ids(observations: list[Observation], first: str, last: str) -> list[str]:
+    """Events are contiguous stretches of the stream (EST), so the model names only the two ends.
+    Unknown ends are returned as-is for the pipeline to reject and report."""
+    pos = {o.id: i for i, o in enumerate(observations)}
+    if first not in pos or last not in pos:
+        return [x for x in (first, last) if x]
+    a, b = sorted((pos[first], pos[last]))
+    return [o.id for o in observations[a : b + 1]]
