@@ -138,7 +138,9 @@ def test_openai_provider_falls_back_to_json_object_schema(monkeypatch):
         body = json.loads(request.content)
         seen.append(body["response_format"]["type"])
         if body["response_format"]["type"] == "json_schema":
-            return httpx.Response(422, text='{"detail": "response_format: unexpected value"}')
+            # what llama-cpp-python's server really answers (HTTP 500 with a validation message)
+            return httpx.Response(500, text="{'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be "
+                                            "'text' or 'json_object'\"}")
         return httpx.Response(200, json={"choices": [{"message": {"content": '{"subgoals": ["a"]}'}}],
                                          "usage": {"prompt_tokens": 3, "completion_tokens": 2}})
 

@@ -36,7 +36,8 @@ class OpenAICompatibleProvider:
     """Any /chat/completions server: OpenAI, vLLM, Ollama, llama.cpp and llama-cpp-python servers.
 
     Structured output is sent as OpenAI's `json_schema` response format; servers that only know
-    llama.cpp's `json_object` + `schema` form answer 400/422, and we switch once and remember.
+    llama.cpp's `json_object` + `schema` form reject it (400/422, or 500 from llama-cpp-python's
+    server) naming response_format, and we switch once and remember.
     """
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None,
@@ -69,7 +70,8 @@ class OpenAICompatibleProvider:
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 raise TransientError(f"{type(exc).__name__}: {exc}") from None
             latency = time.perf_counter() - t0
-            if resp.status_code in (400, 422) and schema is not None and attempt == 0 \
+            # llama-cpp-python's server reports its request-validation error as HTTP 500
+            if resp.status_code in (400, 422, 500) and schema is not None and attempt == 0 \
                     and self._schema_mode == "json_schema" and "response_format" in resp.text:
                 self._schema_mode = "json_object"
                 continue
