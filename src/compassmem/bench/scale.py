@@ -97,7 +97,7 @@ def run_scale(sizes: list[int], out: Path, embedder: str = "hash", turns_per_ste
         results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
         (out / f"scale-{n}.db").unlink(missing_ok=True)
         log(json.dumps(results[-1]))
-    (out / "scale.json").write_text(json.dumps(results, indent=2))
+        (out / "scale.json").write_text(json.dumps(results, indent=2))  # each size is kept as soon as it ends
     _plot(results, out / "scale.png")
     return results
 
