@@ -135,3 +135,4 @@ def test_llm_spans_are_expanded_from_their_ends():
     assert span_ids(obs, "D1:2", "D1:4") == ["D1:2", "D1:3", "D1:4"]
     assert span_ids(obs, "D1:4", "D1:2") == ["D1:2", "D1:3", "D1:4"]  # reversed ends are tolerated
     assert span_ids(obs, "D1:2", "D9:9") == ["D1:2", "D9:9"]  # unknown end: left for validation to reject
+    assert span_ids(obs, "2", "3") == ["D1:2", "D1:3"]  # bare turn numbers, as small models write them
