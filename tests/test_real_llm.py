@@ -74,6 +74,13 @@ def test_llm_mode_build_and_ask_conv26(tmp_path, locomo_path):
     stats = mem.stats("conv-26")
     assert stats["construction"]["llm_calls"] >= 2 * len(ds.steps)
     assert stats["topics"] >= 1 and all(e.topic_id for e in events)
+    assert stats["cross_step_relations"] >= 1
+    calls = mem.llm.total.llm_calls
+    for item in ds.steps:  # re-ingesting the same sessions changes nothing and calls no model
+        mem.constructor.add_step(item.namespace, item.step, item.observations, item.world_time)
+    assert mem.llm.total.llm_calls == calls
+    again = mem.stats("conv-26")
+    assert json.dumps(again, sort_keys=True) == json.dumps(stats, sort_keys=True)
     wanted = [q for q in ds.questions if all(e.split(":")[0] in {"D1", "D2", "D3"} for e in q.evidence)][:5]
     assert len(wanted) == 5
     for q in wanted:
