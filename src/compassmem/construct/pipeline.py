@@ -50,8 +50,7 @@ class Constructor:
         self.llm = llm
 
     # ------------------------------------------------------------------ validation
-    def _validate(self, namespace: str, step: int, observations: list[Observation]) -> list[str]:
-        notes: list[str] = []
+    def _validate(self, namespace: str, step: int, observations: list[Observation]) -> None:
         seen: set[str] = set()
         for o in observations:
             if o.namespace != namespace or o.step != step:
@@ -62,7 +61,6 @@ class Constructor:
         earlier = {o.id for o in self.store.get_observations(namespace, sorted(seen)) if o.step != step}
         if earlier:
             raise InputError(f"observation id(s) already used by an earlier step: {', '.join(sorted(earlier)[:5])}")
-        return notes
 
     def _events_from_drafts(self, namespace: str, step: int, drafts: list[DraftEvent],
                             observations: list[Observation], world_date, skipped: list[str]) -> list[Event]:
@@ -116,7 +114,8 @@ class Constructor:
                 return prior
             raise InputError(f"step {step} of '{namespace}' was already ingested with different content; "
                              "delete the namespace to rebuild it")
-        skipped = self._validate(namespace, step, observations)
+        self._validate(namespace, step, observations)
+        skipped: list[str] = []
         cap = self.settings.max_observation_chars
         clipped = []
         for o in observations:

@@ -72,9 +72,6 @@ class GraphView:
     def empty(self) -> bool:
         return not self.ids
 
-    def row(self, event_id: str) -> np.ndarray:
-        return self.matrix[self._index[event_id]]
-
     def __post_init__(self) -> None:
         self._index = {eid: i for i, eid in enumerate(self.ids)}
         self._obs_order: list[str] = []
