@@ -23,3 +23,14 @@ def test_bench_slice_runs_and_resumes(tmp_path, locomo_path):
     again = run_benchmark(cfg)  # nothing new to do: resumes from results.jsonl
     assert len(again["rows"]) == n
     assert json.loads((tmp_path / "results.json").read_text())["command"] == "cmd"
+
+
+def test_scale_bench_measures_and_keeps_finished_sizes(tmp_path):
+    from compassmem.bench.scale import run_scale
+
+    logs: list[str] = []
+    rows = run_scale([40], tmp_path, turns_per_step=20, queries=3, log=logs.append)
+    assert rows[0]["events"] >= 40 and rows[0]["query_p50_s"] > 0 and rows[0]["peak_rss_mb"] > 0
+    assert (tmp_path / "scale.png").is_file() and not (tmp_path / "scale-40.db").exists()
+    again = run_scale([40], tmp_path, turns_per_step=20, queries=3, log=logs.append)
+    assert again == rows and "already measured" in logs[-1]

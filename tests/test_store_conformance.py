@@ -87,6 +87,7 @@ def test_relations_topics_and_membership(store):
     store.put_topic(Topic(id="t0", namespace="a", label="x", size=2), _vec(3))
     store.set_event_topics("a", {"e1": "t0", "e2": "t0"})
     assert {e.topic_id for e in store.events("a")} == {"t0"}
+    assert store.event_topics("a") == {"e1": "t0", "e2": "t0"} and store.event_topics("b") == {}
     assert store.topic_matrix("a")[0] == ["t0"]
     store.delete_topic("a", "t0")
     assert store.topics("a") == [] and store.topic_matrix("a")[0] == []

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..config import Settings
 from ..construct.segment import DraftEvent, extractive_summary, participants_of
-from ..embed import CachedEmbedder
+from ..embed import CachedEmbedder, dots
 from ..memory import Memory
 from ..models import Observation, Usage
 from ..search.graph import approx_tokens
@@ -144,7 +144,7 @@ class DenseTurns(_Answering):
         t0 = time.perf_counter()
         ids, mat = self.memory.store.observation_matrix(namespace)
         by_id = {o.id: o for o in self.observations(namespace)}
-        sims = mat @ self.embedder.embed([question])[0]
+        sims = dots(mat, self.embedder.embed([question])[0])
         top = np.argsort(-sims, kind="stable")[: self.k]
         return self.respond(question, [by_id[ids[i]] for i in top if ids[i] in by_id], t0)
 
@@ -194,7 +194,7 @@ class RAGChunks(_Answering):
     def answer(self, namespace: str, question: str) -> MethodResult:
         t0 = time.perf_counter()
         chunks, vecs = self._build(namespace)
-        top = np.argsort(-(vecs @ self.embedder.embed([question])[0]), kind="stable")[: self.k]
+        top = np.argsort(-dots(vecs, self.embedder.embed([question])[0]), kind="stable")[: self.k]
         return self.respond(question, [o for i in top for o in chunks[i]], t0, budget=self.chunk_tokens * self.k + 200)
 
 

@@ -55,15 +55,14 @@ def run_size(n_events: int, db: Path, embedder: str, turns_per_step: int, querie
         db.unlink()
     mem = Memory(db, embedder=embedder)
     t0 = time.perf_counter()
-    step, observations = 0, 0
-    while True:
+    step, observations, events = 0, 0, 0
+    while events < n_events:  # counted from step records: re-reading the matrix each step is O(n) itself
         step += 1
         day = 1 + step % 28
         rec = mem.add(synthetic_step(rng, step, turns_per_step), namespace="scale", step=step,
                       world_time=f"{day} May, 2023")
         observations += rec.observations
-        if len(mem.store.event_matrix("scale")[0]) >= n_events:
-            break
+        events += rec.events_new
     ingest_s = time.perf_counter() - t0
     t1 = time.perf_counter()
     mem.graph("scale")
@@ -80,24 +79,33 @@ def run_size(n_events: int, db: Path, embedder: str, turns_per_step: int, querie
             "ingest_s": round(ingest_s, 2), "observations_per_s": round(observations / ingest_s, 1),
             "events_per_s": round(events / ingest_s, 1), "graph_load_s": round(load_s, 3),
             "query_p50_s": round(percentile(lat, 0.5), 4), "query_p95_s": round(percentile(lat, 0.95), 4),
-            "peak_rss_mb": peak_rss_mb(), "db_mb": round(db.stat().st_size / 2**20, 1), "embedder": embedder}
+            "peak_rss_mb": peak_rss_mb(), "db_mb": round(db.stat().st_size / 2**20, 1), "embedder": embedder,
+            "turns_per_step": turns_per_step}
 
 
 def run_scale(sizes: list[int], out: Path, embedder: str = "hash", turns_per_step: int = 100, queries: int = 20,
               log=print) -> list[dict]:
-    """One subprocess per size; results appended to out/scale.json."""
+    """One subprocess per size; each result lands in out/scale.json as soon as it ends, and a rerun
+    skips the sizes already measured with the same embedder and step size."""
     out.mkdir(parents=True, exist_ok=True)
-    results = []
+    path = out / "scale.json"
+    results = json.loads(path.read_text()) if path.is_file() else []
+    same = {(r["target_events"]) for r in results
+            if r.get("embedder") == embedder and r.get("turns_per_step", turns_per_step) == turns_per_step}
     for n in sizes:
+        if n in same:
+            log(f"scale: {n} events already measured, kept")
+            continue
         log(f"scale: {n} events …")
         proc = subprocess.run([sys.executable, "-m", "compassmem.bench.scale", str(n), str(out / f"scale-{n}.db"),
                                embedder, str(turns_per_step), str(queries)], capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"scale run for {n} events failed: {proc.stderr.strip()[-500:]}")
-        results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        row = json.loads(proc.stdout.strip().splitlines()[-1])
         (out / f"scale-{n}.db").unlink(missing_ok=True)
-        log(json.dumps(results[-1]))
-        (out / "scale.json").write_text(json.dumps(results, indent=2))  # each size is kept as soon as it ends
+        log(json.dumps(row))
+        results = sorted([r for r in results if r["target_events"] != n] + [row], key=lambda r: r["target_events"])
+        path.write_text(json.dumps(results, indent=2))
     _plot(results, out / "scale.png")
     return results
 

@@ -11,7 +11,7 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import KMeans, MiniBatchKMeans
 
 from ..config import ConstructionSettings
-from ..embed import l2_normalise
+from ..embed import dots, l2_normalise
 from ..llm import LLMClient
 from ..models import Event, Topic
 from ..prompts import prompt
@@ -75,38 +75,67 @@ def assign_online(store: Store, namespace: str, event: Event, vec: np.ndarray, s
     return tid
 
 
+def _warm_start(store: Store, namespace: str, mat: np.ndarray, k: int) -> np.ndarray:
+    """Initial centres: the centroids of the k largest current topics, topped up farthest-first from
+    the events when there are fewer topics than k. Starting from the layer users already see keeps
+    topic ids stable across re-clusters and needs a handful of Lloyd iterations instead of ten
+    k-means++ restarts, which dominated ingest time on large namespaces."""
+    sizes = {t.id: t.size for t in store.topics(namespace)}
+    tids, cents = store.topic_matrix(namespace)
+    order = sorted(range(len(tids)), key=lambda i: -sizes.get(tids[i], 0))[:k]
+    chosen = [cents[i] for i in order] if len(cents) and cents.shape[1] == mat.shape[1] else []
+    if not chosen:
+        chosen.append(mat[0])
+    closest = np.max(mat @ np.stack(chosen).T, axis=1)
+    while len(chosen) < k:
+        far = int(np.argmin(closest))
+        chosen.append(mat[far])
+        closest = np.maximum(closest, dots(mat, mat[far]))
+    return np.stack(chosen).astype(mat.dtype)
+
+
+def _central_members(mat: np.ndarray, rows: np.ndarray, centre: np.ndarray, n: int) -> np.ndarray:
+    """The n members nearest the centroid: a label drawn from them describes the cluster, and naming
+    a cluster costs O(n) reads instead of reading every member."""
+    sims = dots(mat[rows], centre)
+    return rows[np.argsort(-sims, kind="stable")[:n]]
+
+
 def recluster(store: Store, namespace: str, settings: ConstructionSettings, labeler: TopicLabeler,
-              max_llm_labels: int = 4) -> int:
+              max_llm_labels: int = 4, label_members: int = 12) -> int:
     """Re-cluster every event with k-means; clusters inherit the old topic id they overlap most."""
-    events = {e.id: e for e in store.events(namespace)}
     ids, mat = store.event_matrix(namespace)
     if len(ids) < 2:
         return len(store.topics(namespace))
     k = n_clusters(len(ids), settings)
-    if len(ids) <= 20_000:  # the paper's setting
-        labels = KMeans(n_clusters=k, random_state=42, n_init=10).fit_predict(mat)
+    init = _warm_start(store, namespace, mat, k)
+    if len(ids) <= 20_000:  # the paper's setting: k-means over every event
+        labels = KMeans(n_clusters=k, init=init, n_init=1, random_state=42).fit_predict(mat)
     else:  # same objective, bounded cost for very large namespaces
-        labels = MiniBatchKMeans(n_clusters=k, random_state=42, n_init=3, batch_size=4096).fit_predict(mat)
+        labels = MiniBatchKMeans(n_clusters=k, init=init, n_init=1, random_state=42, batch_size=4096,
+                                 max_no_improvement=5).fit_predict(mat)
+    current = store.event_topics(namespace)
     old_topics = store.topics(namespace)
-    old_ids = [t.id for t in old_topics]
-    overlap = np.zeros((k, len(old_ids)))
+    old_index = {t.id: j for j, t in enumerate(old_topics)}
+    overlap = np.zeros((k, len(old_topics)))
+    old_members: dict[str, set[str]] = {}
     for row, eid in enumerate(ids):
-        tid = events[eid].topic_id
-        if tid in old_ids:
-            overlap[labels[row], old_ids.index(tid)] += 1
+        tid = current.get(eid)
+        if tid in old_index:
+            overlap[labels[row], old_index[tid]] += 1
+            old_members.setdefault(tid, set()).add(eid)
     names: dict[int, str] = {}
-    if old_ids:
+    if old_topics:
         rows, cols = linear_sum_assignment(-overlap)
         for r, c in zip(rows, cols):
             if overlap[r, c] > 0:
-                names[int(r)] = old_ids[c]
+                names[int(r)] = old_topics[c].id
     next_id = _next_topic_id(store, namespace)
     old_labels = {t.id: t.label for t in old_topics}
-    old_members = {tid: {eid for eid in ids if events[eid].topic_id == tid} for tid in old_ids}
-    for t in old_ids:
-        if t not in names.values():
-            store.delete_topic(namespace, t)
-    assignment: dict[str, str] = {}
+    for t in old_topics:
+        if t.id not in names.values():
+            store.delete_topic(namespace, t.id)
+    changed: dict[str, str] = {}
     llm_labels = 0
     for c in range(k):
         rows_c = np.flatnonzero(labels == c)
@@ -115,16 +144,15 @@ def recluster(store: Store, namespace: str, settings: ConstructionSettings, labe
             next_id += 1
         tid = names[c]
         members = [ids[r] for r in rows_c]
-        for eid in members:
-            assignment[eid] = tid
-        unchanged = set(members) == old_members.get(tid)
+        changed.update((eid, tid) for eid in members if current.get(eid) != tid)
+        centre = l2_normalise(mat[rows_c].mean(axis=0))
         label = old_labels.get(tid, "")
-        if not unchanged or not label:
+        if set(members) != old_members.get(tid) or not label:
             use_llm = not isinstance(labeler, KeywordLabeler) and llm_labels < max_llm_labels
             chosen = labeler if use_llm else KeywordLabeler()
             llm_labels += int(use_llm)
-            label = chosen.label([events[m] for m in members])
-        store.put_topic(Topic(id=tid, namespace=namespace, label=label, size=len(members)),
-                        l2_normalise(mat[rows_c].mean(axis=0)))
-    store.set_event_topics(namespace, assignment)
+            sample = [store.get_event(namespace, ids[r]) for r in _central_members(mat, rows_c, centre, label_members)]
+            label = chosen.label([e for e in sample if e is not None])
+        store.put_topic(Topic(id=tid, namespace=namespace, label=label, size=len(members)), centre)
+    store.set_event_topics(namespace, changed)
     return k

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..errors import ConfigError
-from .base import CachedEmbedder, Embedder, l2_normalise
+from .base import CachedEmbedder, Embedder, dots, l2_normalise
 from .hashing import HashEmbedder
 
-__all__ = ["Embedder", "CachedEmbedder", "HashEmbedder", "make_embedder", "l2_normalise", "EMBEDDER_SPECS"]
+__all__ = ["Embedder", "CachedEmbedder", "HashEmbedder", "make_embedder", "l2_normalise", "dots", "EMBEDDER_SPECS"]
 
 EMBEDDER_SPECS = "minilm | hash | http:MODEL"
 _SHARED: dict[str, CachedEmbedder] = {}

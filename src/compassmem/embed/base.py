@@ -19,6 +19,14 @@ class Embedder(Protocol):
         ...
 
 
+def dots(mat: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """mat · q for each row (q 1-D → n, q k×d → n×k). Plain einsum instead of BLAS on purpose: these
+    products are memory-bound, and OpenBLAS worker threads spin against llama.cpp's and the explorers'
+    threads — a 5,000×512 search took 8 ms through BLAS next to a running model, 0.4 ms this way."""
+    q = np.asarray(queries, dtype=mat.dtype)
+    return np.einsum("ij,j->i", mat, q) if q.ndim == 1 else np.einsum("ij,kj->ik", mat, q)
+
+
 def l2_normalise(m: np.ndarray) -> np.ndarray:
     m = np.asarray(m, dtype=np.float32)
     norms = np.linalg.norm(m, axis=-1, keepdims=True)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..embed.base import dots
 from ..errors import NamespaceNotFound
 from ..models import Event, Observation, Topic
 from ..store import Store
@@ -84,10 +85,10 @@ class GraphView:
         observation, so one precise turn inside a long event is not averaged away. Lexical part (when
         the query texts are given): BM25 of the best source observation, scaled to [0, 1] per query and
         weighted by lexical_weight, so rare exact words (names, objects) count as they do for BM25."""
-        q = np.atleast_2d(queries).T
-        sims = self.matrix @ q
+        q = np.atleast_2d(queries)
+        sims = dots(self.matrix, q)
         if self.obs_matrix is not None:
-            per_obs = self.obs_matrix @ q
+            per_obs = dots(self.obs_matrix, q)
             best = np.full_like(sims, -1.0)
             np.maximum.at(best, self.obs_event, per_obs)
             sims = np.maximum(sims, best)

@@ -15,6 +15,7 @@ from typing import Iterator
 
 import numpy as np
 
+from ..embed.base import dots
 from ..errors import StoreError
 from ..models import Event, EventTime, Observation, Relation, StepRecord, Topic, utcnow
 
@@ -281,7 +282,7 @@ class SQLiteStore:
             if not ids or k <= 0:
                 return []
             q = np.asarray(query, dtype=np.float32)
-            sims = mat @ (q / (np.linalg.norm(q) or 1.0))
+            sims = dots(mat, q / (np.linalg.norm(q) or 1.0))
             k = min(k, len(ids))
             top = np.argpartition(-sims, k - 1)[:k]
             top = top[np.argsort(-sims[top], kind="stable")]
@@ -354,6 +355,9 @@ class SQLiteStore:
         with self.transaction():
             for event_id, topic_id in assignment.items():
                 self._exec("UPDATE events SET topic_id=? WHERE namespace=? AND id=?", (topic_id, namespace, event_id))
+
+    def event_topics(self, namespace: str) -> dict[str, str | None]:
+        return dict(self._rows("SELECT id, topic_id FROM events WHERE namespace=?", (namespace,)))
 
     # ------------------------------------------------------------------ meta
     def get_meta(self, key: str) -> str | None:
