@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -89,3 +90,10 @@ def test_embedder_mismatch_is_refused(tmp_path):
     Memory(tmp_path / "e.db", embedder="hash").close()
     with pytest.raises(ConfigError, match="built with embedder 'hash'"):
         Memory(tmp_path / "e.db", embedder="minilm")
+
+
+def test_config_page_matches_the_settings():
+    from compassmem.config import settings_markdown
+
+    page = (Path(__file__).parent.parent / "docs" / "config.md").read_text()
+    assert settings_markdown() in page, "docs/config.md is stale: paste compassmem.config.settings_markdown()"

@@ -228,3 +228,23 @@ def test_relative_answers_are_made_absolute():
     o = Observation(id="a", namespace="n", step=1, text="I adopted Biscuit last Saturday!", time="8 May 2023")
     assert absolutise("last Saturday", "When did Tom adopt Biscuit?", [o]) == "6 May 2023"
     assert absolutise("last Saturday", "What did Tom do?", [o]) == "last Saturday"
+
+
+class _PoorSelector:
+    """Stands in for a weak LLM selector: always picks the least similar candidate."""
+
+    def select(self, question, subgoals, candidates, graph, subgoal_vecs, max_pick):
+        return [min(candidates, key=lambda c: c.sim).event_id]
+
+
+@pytest.mark.parametrize("anchors", [0, 1])
+def test_best_candidate_starts_even_when_the_selector_misses_it(demo_memory, tmp_path, anchors):
+    from compassmem.search.localize import candidates_for
+
+    mem = Memory(tmp_path / "demo.db", store=demo_memory.store, settings=Settings.load(**{"search.anchor_starts": anchors}))
+    mem.engine.roles.selector = _PoorSelector()
+    q = "When did Tom finish the Porto marathon?"
+    cands = candidates_for(mem.graph("demo"), mem.engine.embedder.embed([q])[0], q, mem.settings.search)
+    best, worst = max(cands, key=lambda c: c.sim).event_id, min(cands, key=lambda c: c.sim).event_id
+    starts = mem.ask(q, "demo").start_nodes
+    assert starts == ([best, worst] if anchors else [worst])

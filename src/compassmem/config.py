@@ -20,8 +20,8 @@ class ConstructionSettings(BaseModel):
     max_judge_calls_per_step: int = Field(12, ge=0)
     topic_delta: float = Field(0.9, ge=0, le=1, description="δ: online topic assignment threshold")
     recluster_every: int = Field(4, ge=1, description="T: re-cluster all events every T steps")
-    max_topics: int = Field(50, ge=2)
-    events_per_topic: int = Field(5, ge=1)
+    max_topics: int = Field(50, ge=2, description="upper bound of k at re-clustering")
+    events_per_topic: int = Field(5, ge=1, description="k = max(2, min(⌊n / this⌋, max_topics))")
     max_event_turns: int = Field(6, ge=1, description="offline segmenter length cap")
     boundary_threshold: float = Field(0.3, ge=-1, le=1, description="offline segmenter: sim below it starts an event")
     max_observation_chars: int = Field(20_000, ge=100, description="longer texts are truncated, with a note in stats")
@@ -34,17 +34,18 @@ class SearchSettings(BaseModel):
     topics_p: int = Field(5, ge=0, le=50, description="p: distinct topics taken from the ranked list")
     pool_size: int = Field(50, ge=1, description="ranked list length scanned for topics")
     per_topic: int = Field(3, ge=1, le=10, description="start candidates taken per topic")
-    max_start_nodes: int = Field(5, ge=1, le=20)
-    explorers: int = Field(3, ge=1, le=16)
-    max_next: int = Field(3, ge=0, le=10)
+    max_start_nodes: int = Field(5, ge=1, le=20, description="start nodes the selector may pick")
+    anchor_starts: int = Field(1, ge=0, le=5, description="most similar candidates that start whatever the selector picks")
+    explorers: int = Field(3, ge=1, le=16, description="parallel explorers over one queue")
+    max_next: int = Field(3, ge=0, le=10, description="neighbours an EXPAND may enqueue")
     max_steps: int = Field(24, ge=1, description="explorer steps per round (all explorers together)")
     batch_explorers: bool = Field(False, description="decide each round of all explorers in one LLM call")
-    refinement: bool = True
-    use_planner: bool = True
-    use_topics: bool = True
-    use_relations: bool = True
-    max_subgoals: int = Field(5, ge=1, le=5)
-    max_question_chars: int = Field(4000, ge=10)
+    refinement: bool = Field(True, description="one gap-aware round when subgoals stay open")
+    use_planner: bool = Field(True, description="off: the question is the only subgoal (ablation)")
+    use_topics: bool = Field(True, description="off: no topic candidates at localisation (ablation)")
+    use_relations: bool = Field(True, description="off: explorers see no neighbours (ablation)")
+    max_subgoals: int = Field(5, ge=1, le=5, description="the planner's 2–5 subgoals, capped")
+    max_question_chars: int = Field(4000, ge=10, description="longer questions are refused")
     lexical_weight: float = Field(0.3, ge=0, le=5, description="weight of BM25 next to embedding similarity")
     max_context_tokens: int = Field(3000, ge=100, description="evidence handed to the responder")
 
@@ -52,14 +53,14 @@ class SearchSettings(BaseModel):
 class LLMSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    temperature: float = Field(0.0, ge=0, le=2)
+    temperature: float = Field(0.0, ge=0, le=2, description="0 makes runs repeatable and cacheable")
     max_tokens: int = Field(1536, ge=16, description="completion cap per call; the schemas' worst case fits in 1536")
-    retries: int = Field(2, ge=0, le=10)
-    timeout_s: float = Field(120.0, gt=0)
-    n_ctx: int = Field(8192, ge=512)
+    retries: int = Field(2, ge=0, le=10, description="re-asks after invalid output, with the error as feedback")
+    timeout_s: float = Field(120.0, gt=0, description="per HTTP request")
+    n_ctx: int = Field(8192, ge=512, description="context window of an in-process GGUF model")
     max_calls: int | None = Field(None, ge=1, description="budget per operation (one ask / one step)")
-    max_tokens_budget: int | None = Field(None, ge=1)
-    cache: bool = True
+    max_tokens_budget: int | None = Field(None, ge=1, description="token budget per operation")
+    cache: bool = Field(True, description="replay identical LLM calls from the database")
 
 
 class Settings(BaseModel):
@@ -89,3 +90,12 @@ class Settings(BaseModel):
             first = exc.errors()[0]
             where = ".".join(str(x) for x in first["loc"])
             raise ConfigError(f"invalid setting '{where}': {first['msg']}") from None
+
+
+def settings_markdown() -> str:
+    """The tables of docs/config.md, made from the models so the page cannot drift from the code."""
+    parts = []
+    for section, model in (("construction", ConstructionSettings), ("search", SearchSettings), ("llm", LLMSettings)):
+        rows = [f"| `{name}` | `{f.default}` | {f.description or ''} |" for name, f in model.model_fields.items()]
+        parts.append(f"## [{section}]\n\n| key | default | meaning |\n|---|---|---|\n" + "\n".join(rows))
+    return "\n\n".join(parts) + "\n"
