@@ -22,7 +22,7 @@ class ConstructionSettings(BaseModel):
     recluster_every: int = Field(4, ge=1, description="T: re-cluster all events every T steps")
     max_topics: int = Field(50, ge=2, description="upper bound of k at re-clustering")
     events_per_topic: int = Field(5, ge=1, description="k = max(2, min(⌊n / this⌋, max_topics))")
-    max_event_turns: int = Field(6, ge=1, description="offline segmenter length cap")
+    max_event_turns: int = Field(6, ge=1, description="turns per event: offline segmenter and uncovered-turn repair")
     boundary_threshold: float = Field(0.3, ge=-1, le=1, description="offline segmenter: sim below it starts an event")
     max_observation_chars: int = Field(20_000, ge=100, description="longer texts are truncated, with a note in stats")
 

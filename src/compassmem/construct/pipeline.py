@@ -78,12 +78,13 @@ class Constructor:
             used.update(ids)
             events.append(self._event(namespace, step, d, ids, valid, world_date, len(events)))
         runs: list[list[Observation]] = []
+        cap = self.settings.max_event_turns
         for o in observations:  # what the segmenter left out still becomes memory, never silently lost
             if o.id in used:
                 continue
-            if runs and runs[-1][-1].seq == o.seq - 1:
+            if runs and runs[-1][-1].seq == o.seq - 1 and len(runs[-1]) < cap:
                 runs[-1].append(o)
-            else:
+            else:  # capped like offline events: one 18-turn blob would be handed whole to the answerer
                 runs.append([o])
         for run in runs:
             skipped.append(f"observations {run[0].id}..{run[-1].id} not covered by the segmenter: kept as an extractive event")
