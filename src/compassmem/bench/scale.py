@@ -48,7 +48,6 @@ def synthetic_step(rng: random.Random, step: int, turns: int) -> list[dict]:
 
 def run_size(n_events: int, db: Path, embedder: str, turns_per_step: int, queries: int, seed: int = 0) -> dict:
     from .. import Memory
-    from .metrics import percentile
 
     rng = random.Random(seed)
     if db.exists():
@@ -64,6 +63,20 @@ def run_size(n_events: int, db: Path, embedder: str, turns_per_step: int, querie
         observations += rec.observations
         events += rec.events_new
     ingest_s = time.perf_counter() - t0
+    mem.close()
+    row = {"target_events": n_events, "observations": observations, "steps": step, "ingest_s": round(ingest_s, 2),
+           "observations_per_s": round(observations / ingest_s, 1), "events_per_s": round(events / ingest_s, 1)}
+    row.update(query_latency(db, embedder, queries))
+    return row | {"peak_rss_mb": peak_rss_mb(), "embedder": embedder, "turns_per_step": turns_per_step}
+
+
+def query_latency(db: Path, embedder: str, queries: int) -> dict:
+    """Graph load and per-question latency over an existing scale database (also usable on its own when
+    an ingest has already been paid for)."""
+    from .. import Memory
+    from .metrics import percentile
+
+    mem = Memory(db, embedder=embedder)
     t1 = time.perf_counter()
     mem.graph("scale")
     load_s = time.perf_counter() - t1
@@ -75,12 +88,8 @@ def run_size(n_events: int, db: Path, embedder: str, turns_per_step: int, querie
         lat.append(time.perf_counter() - t2)
     events = len(mem.store.event_matrix("scale")[0])
     mem.close()
-    return {"target_events": n_events, "events": events, "observations": observations, "steps": step,
-            "ingest_s": round(ingest_s, 2), "observations_per_s": round(observations / ingest_s, 1),
-            "events_per_s": round(events / ingest_s, 1), "graph_load_s": round(load_s, 3),
-            "query_p50_s": round(percentile(lat, 0.5), 4), "query_p95_s": round(percentile(lat, 0.95), 4),
-            "peak_rss_mb": peak_rss_mb(), "db_mb": round(db.stat().st_size / 2**20, 1), "embedder": embedder,
-            "turns_per_step": turns_per_step}
+    return {"events": events, "graph_load_s": round(load_s, 3), "query_p50_s": round(percentile(lat, 0.5), 4),
+            "query_p95_s": round(percentile(lat, 0.95), 4), "db_mb": round(db.stat().st_size / 2**20, 1)}
 
 
 def run_scale(sizes: list[int], out: Path, embedder: str = "hash", turns_per_step: int = 100, queries: int = 20,
