@@ -104,7 +104,6 @@ def test_segmenter_ids_are_validated(hash_memory):
     assert any("not covered" in s for s in rec.skipped)
 
 
-
 def test_a_long_uncovered_run_is_kept_in_event_sized_pieces(hash_memory):
     class Silent:  # a segmenter (e.g. a small LLM) whose every span was rejected
         def segment(self, step, observations, world_time):
@@ -115,6 +114,7 @@ def test_a_long_uncovered_run_is_kept_in_event_sized_pieces(hash_memory):
     spans = [e.observation_ids for e in hash_memory.events("n")]
     assert [len(s) for s in spans] == [6, 6, 2]
     assert [o for s in spans for o in s] == [f"S1:{i}" for i in range(1, 15)]
+
 
 def test_invalid_llm_output_after_retries_commits_nothing(tmp_path):
     from compassmem.config import LLMSettings, Settings

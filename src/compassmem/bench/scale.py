@@ -99,7 +99,7 @@ def run_scale(sizes: list[int], out: Path, embedder: str = "hash", turns_per_ste
     out.mkdir(parents=True, exist_ok=True)
     path = out / "scale.json"
     results = json.loads(path.read_text()) if path.is_file() else []
-    same = {(r["target_events"]) for r in results
+    same = {r["target_events"] for r in results
             if r.get("embedder") == embedder and r.get("turns_per_step", turns_per_step) == turns_per_step}
     for n in sizes:
         if n in same:

@@ -136,13 +136,14 @@ def span_ids(observations: list[Observation], first: str, last: str) -> list[str
     """Events are contiguous stretches of the stream (EST), so the model names only the two ends.
     Unknown ends are returned as-is for the pipeline to reject and report."""
     pos = {o.id: i for i, o in enumerate(observations)}
-    # small models often write "3" for "D1:3": accept a bare number when exactly one id ends with it
-    by_suffix: dict[str, list[int]] = {}
-    for i, o in enumerate(observations):
-        by_suffix.setdefault(re.split(r"[:\-_.]", o.id)[-1], []).append(i)
-    for end in (first, last):
-        if end not in pos and len(by_suffix.get(end, [])) == 1:
-            pos[end] = by_suffix[end][0]
+    if first not in pos or last not in pos:
+        # small models often write "3" for "D1:3": accept a bare number when exactly one id ends with it
+        by_suffix: dict[str, list[int]] = {}
+        for i, o in enumerate(observations):
+            by_suffix.setdefault(re.split(r"[:\-_.]", o.id)[-1], []).append(i)
+        for end in (first, last):
+            if end not in pos and len(by_suffix.get(end, [])) == 1:
+                pos[end] = by_suffix[end][0]
     if first not in pos or last not in pos:
         return [x for x in (first, last) if x]
     a, b = sorted((pos[first], pos[last]))

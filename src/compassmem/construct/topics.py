@@ -75,22 +75,23 @@ def assign_online(store: Store, namespace: str, event: Event, vec: np.ndarray, s
     return tid
 
 
-def _warm_start(store: Store, namespace: str, mat: np.ndarray, k: int) -> np.ndarray:
+def _warm_start(store: Store, namespace: str, topics: list[Topic], mat: np.ndarray, k: int) -> np.ndarray:
     """Initial centres: the centroids of the k largest current topics, topped up farthest-first from
     the events when there are fewer topics than k. Starting from the layer users already see keeps
     topic ids stable across re-clusters and needs a handful of Lloyd iterations instead of ten
     k-means++ restarts, which dominated ingest time on large namespaces."""
-    sizes = {t.id: t.size for t in store.topics(namespace)}
+    sizes = {t.id: t.size for t in topics}
     tids, cents = store.topic_matrix(namespace)
     order = sorted(range(len(tids)), key=lambda i: -sizes.get(tids[i], 0))[:k]
     chosen = [cents[i] for i in order] if len(cents) and cents.shape[1] == mat.shape[1] else []
-    if not chosen:
-        chosen.append(mat[0])
-    closest = np.max(mat @ np.stack(chosen).T, axis=1)
-    while len(chosen) < k:
-        far = int(np.argmin(closest))
-        chosen.append(mat[far])
-        closest = np.maximum(closest, dots(mat, mat[far]))
+    if len(chosen) < k:  # only then is the distance to the chosen centres needed
+        if not chosen:
+            chosen.append(mat[0])
+        closest = dots(mat, np.stack(chosen)).max(axis=1)
+        while len(chosen) < k:
+            far = int(np.argmin(closest))
+            chosen.append(mat[far])
+            closest = np.maximum(closest, dots(mat, mat[far]))
     return np.stack(chosen).astype(mat.dtype)
 
 
@@ -108,14 +109,14 @@ def recluster(store: Store, namespace: str, settings: ConstructionSettings, labe
     if len(ids) < 2:
         return len(store.topics(namespace))
     k = n_clusters(len(ids), settings)
-    init = _warm_start(store, namespace, mat, k)
+    old_topics = store.topics(namespace)
+    init = _warm_start(store, namespace, old_topics, mat, k)
     if len(ids) <= 20_000:  # the paper's setting: k-means over every event
         labels = KMeans(n_clusters=k, init=init, n_init=1, random_state=42).fit_predict(mat)
     else:  # same objective, bounded cost for very large namespaces
         labels = MiniBatchKMeans(n_clusters=k, init=init, n_init=1, random_state=42, batch_size=4096,
                                  max_no_improvement=5).fit_predict(mat)
     current = store.event_topics(namespace)
-    old_topics = store.topics(namespace)
     old_index = {t.id: j for j, t in enumerate(old_topics)}
     overlap = np.zeros((k, len(old_topics)))
     old_members: dict[str, set[str]] = {}
