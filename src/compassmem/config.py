@@ -47,7 +47,13 @@ class SearchSettings(BaseModel):
     max_subgoals: int = Field(5, ge=1, le=5, description="the planner's 2–5 subgoals, capped")
     max_question_chars: int = Field(4000, ge=10, description="longer questions are refused")
     lexical_weight: float = Field(0.3, ge=0, le=5, description="weight of BM25 next to embedding similarity")
-    max_context_tokens: int = Field(3000, ge=100, description="evidence handed to the responder")
+    max_context_tokens: int = Field(3000, ge=100, description="evidence handed to a baseline's responder (harness)")
+    evidence_tokens: int = Field(1000, ge=50, description="the top of the evidence ranking handed to the responder")
+    ranking_tokens: int = Field(2000, ge=50, description="how much of the evidence ranking an Answer lists")
+    participant_weight: float = Field(0.3, ge=0, le=5, description="ranking: bonus of a turn by a person the question names")
+    event_weight: float = Field(0.5, ge=0, le=5, description="ranking: share of the event's score each of its turns gets")
+    relation_weight: float = Field(0.2, ge=0, le=5, description="ranking: relevance carried one hop over typed relations")
+    kept_weight: float = Field(0.1, ge=0, le=5, description="ranking: bonus of events the explorers kept")
 
 
 class LLMSettings(BaseModel):

@@ -203,6 +203,8 @@ class Answer(BaseModel):
     refined_query: str | None = None
     used_fallback: bool = False
     context_tokens: int = 0
+    ranking: list[str] = Field(default_factory=list, description="observation ids, best first; the evidence "
+                               "handed to the responder is its top, re-ordered by time")
     usage: Usage = Field(default_factory=Usage)
 
     def observation_ids(self) -> list[str]:

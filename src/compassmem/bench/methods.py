@@ -29,17 +29,19 @@ ABLATIONS = {
     "batched": {"search.batch_explorers": True},  # not an ablation: same search, one LLM call per round
 }
 ALL_METHODS = ("compassmem", *BASELINES, *ABLATIONS)
+RANKING_DEPTH = 400  # observations of a baseline's ranking kept: well past the largest budget (2,000 tokens)
 
 
 @dataclass
 class MethodResult:
     answer: str
-    observation_ids: list[str]
+    observation_ids: list[str]  # handed to the responder
     context_tokens: int
     usage: Usage
     latency_s: float
     search: dict[str, Any] = field(default_factory=dict)
     skipped: str | None = None
+    ranking: list[str] = field(default_factory=list)  # observation ids best first (for recall at a budget)
 
 
 class Method(Protocol):
@@ -87,7 +89,8 @@ class CompassMemMethod:
             "skip": actions.count("SKIP"), "expand": actions.count("EXPAND"), "answer": actions.count("ANSWER"),
             "refined": a.refined_query is not None, "fallback": a.used_fallback,
         }
-        return MethodResult(a.answer, a.observation_ids(), a.context_tokens, a.usage, latency, search)
+        return MethodResult(a.answer, a.observation_ids(), a.context_tokens, a.usage, latency, search,
+                            ranking=a.ranking)
 
 
 class _Answering:
@@ -106,8 +109,11 @@ class _Answering:
             self._obs[namespace] = self.memory.store.observations(namespace)
         return self._obs[namespace]
 
-    def respond(self, question: str, chosen: list[Observation], t0: float, budget: int | None = None) -> MethodResult:
-        chosen = sorted(chosen, key=lambda o: (o.step, o.seq))
+    def respond(self, question: str, ranked: list[Observation], t0: float, budget: int | None = None,
+                hand: int | None = None) -> MethodResult:
+        """Hand the first `hand` ranked observations (all by default) to the responder in time order;
+        the whole ranking is kept for recall at fixed budgets."""
+        chosen = sorted(ranked[:hand] if hand is not None else ranked, key=lambda o: (o.step, o.seq))
         lines = evidence_lines(chosen, budget or self.max_tokens)
         handed = chosen[: len(lines)]
         llm = self.memory.llm
@@ -117,7 +123,7 @@ class _Answering:
         else:
             usage, text = Usage(), self.responder.respond(question, [], handed, budget or self.max_tokens)
         return MethodResult(text, [o.id for o in handed], sum(approx_tokens(x) for x in lines), usage.model_copy(),
-                            time.perf_counter() - t0)
+                            time.perf_counter() - t0, ranking=[o.id for o in ranked[:RANKING_DEPTH]])
 
 
 class FullContext(_Answering):
@@ -145,8 +151,8 @@ class DenseTurns(_Answering):
         ids, mat = self.memory.store.observation_matrix(namespace)
         by_id = {o.id: o for o in self.observations(namespace)}
         sims = dots(mat, self.embedder.embed([question])[0])
-        top = np.argsort(-sims, kind="stable")[: self.k]
-        return self.respond(question, [by_id[ids[i]] for i in top if ids[i] in by_id], t0)
+        top = np.argsort(-sims, kind="stable")[:RANKING_DEPTH]
+        return self.respond(question, [by_id[ids[i]] for i in top if ids[i] in by_id], t0, hand=self.k)
 
 
 class BM25Turns(_Answering):
@@ -163,8 +169,8 @@ class BM25Turns(_Answering):
         if namespace not in self._index:
             self._index[namespace] = BM25Okapi([content_words(o.text) or ["_"] for o in obs])
         scores = self._index[namespace].get_scores(content_words(question))
-        top = np.argsort(-scores, kind="stable")[: self.k]
-        return self.respond(question, [obs[i] for i in top], t0)
+        top = np.argsort(-scores, kind="stable")[:RANKING_DEPTH]
+        return self.respond(question, [obs[i] for i in top], t0, hand=self.k)
 
 
 class RAGChunks(_Answering):
@@ -194,8 +200,10 @@ class RAGChunks(_Answering):
     def answer(self, namespace: str, question: str) -> MethodResult:
         t0 = time.perf_counter()
         chunks, vecs = self._build(namespace)
-        top = np.argsort(-dots(vecs, self.embedder.embed([question])[0]), kind="stable")[: self.k]
-        return self.respond(question, [o for i in top for o in chunks[i]], t0, budget=self.chunk_tokens * self.k + 200)
+        top = np.argsort(-dots(vecs, self.embedder.embed([question])[0]), kind="stable")
+        ranked = [o for i in top for o in chunks[i]]
+        hand = sum(len(chunks[i]) for i in top[: self.k])
+        return self.respond(question, ranked, t0, budget=self.chunk_tokens * self.k + 200, hand=hand)
 
 
 def variant_settings(base: Settings, method: str) -> Settings:

@@ -1,4 +1,5 @@
-"""The paper's metrics, reproduced exactly (quirks included), plus our evidence recall.
+"""The paper's metrics, reproduced exactly (quirks included), LoCoMo's official F1, and our evidence
+recall — overall and at fixed token budgets, with paired bootstrap intervals for method differences.
 
 F1: set-based token F1 as in the reference evaluate.py: lowercase, '. , ! ?' → space, whitespace split,
 precision and recall over *unique* tokens, 0 when either side is empty.
@@ -10,8 +11,13 @@ whole text. The two differ only on sentence-internal periods of multi-sentence a
 
 from __future__ import annotations
 
+import re
+import string
+from collections import Counter
 from functools import lru_cache
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
 
 
 def f1_tokens(text: object) -> list[str]:
@@ -69,3 +75,78 @@ def percentile(values: list[float], q: float) -> float:
     idx = (len(s) - 1) * q
     lo, hi = int(idx), min(int(idx) + 1, len(s) - 1)
     return s[lo] + (s[hi] - s[lo]) * (idx - lo)
+
+
+# ---------------------------------------------------------------------------------- LoCoMo's official F1
+_ARTICLES = re.compile(r"\b(a|an|the|and)\b")
+_PUNCT = set(string.punctuation)
+
+
+@lru_cache(maxsize=1)
+def _porter():
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer()
+
+
+def locomo_tokens(text: object) -> list[str]:
+    """LoCoMo's normalisation: drop commas, lowercase, strip punctuation, drop a/an/the/and, Porter-stem."""
+    s = "".join(ch for ch in str(text).replace(",", "").lower() if ch not in _PUNCT)
+    stemmer = _porter()
+    return [stemmer.stem(w) for w in _ARTICLES.sub(" ", s).split()]
+
+
+def multiset_f1(prediction: object, gold: object) -> float:
+    """Token F1 over multisets (repeated tokens count), as LoCoMo's evaluation computes it."""
+    p, g = locomo_tokens(prediction), locomo_tokens(gold)
+    same = sum((Counter(p) & Counter(g)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(p), same / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def locomo_f1(prediction: object, gold: object, category: int) -> float:
+    """The official per-category rule: multi-hop (1) answers are lists, so each comma-separated gold
+    part takes its best-matching predicted part and the parts are averaged; open-domain (3) gold is
+    cut at its first ';'; the other categories compare the whole strings."""
+    pred, ref = str(prediction), str(gold)
+    if category == 3:
+        ref = ref.split(";")[0].strip()
+    if category == 1:
+        preds = [x.strip() for x in pred.split(",")]
+        refs = [x.strip() for x in ref.split(",")]
+        return float(np.mean([max(multiset_f1(p, r) for p in preds) for r in refs]))
+    return multiset_f1(pred, ref)
+
+
+# ---------------------------------------------------------------------------------- recall at a budget
+BUDGETS = (500, 1000, 2000)
+
+
+def recall_at_budget(gold_ids: Iterable[str], ranked: Sequence[tuple[str, int]], budget: int) -> float | None:
+    """Share of the gold turns inside the method's ranked evidence cut at `budget` tokens: every method
+    is judged on the same amount of context, in the order it ranks its evidence (None: no gold)."""
+    gold = set(gold_ids)
+    if not gold:
+        return None
+    used, seen = 0, set()
+    for obs_id, tokens in ranked:
+        if used + tokens > budget:
+            break
+        used += tokens
+        seen.add(obs_id)
+    return len(gold & seen) / len(gold)
+
+
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], samples: int = 2000,
+                     seed: int = 0) -> tuple[float, float, float]:
+    """Mean of a − b over paired questions and its 95 % percentile-bootstrap interval, in points
+    (×100). Paired, because both methods answer the same questions: question difficulty cancels."""
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if d.size == 0:
+        return (0.0, 0.0, 0.0)
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, d.size, size=(samples, d.size))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return (round(100 * float(d.mean()), 2), round(100 * float(lo), 2), round(100 * float(hi), 2))

@@ -8,7 +8,10 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from .metrics import percentile
+from .metrics import BUDGETS, paired_bootstrap, percentile
+
+RECALLS = [f"recall@{b}" for b in BUDGETS]
+REFERENCE = "compassmem"  # differences (with paired bootstrap CIs) are reported as this method minus each other
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -30,13 +33,18 @@ def summarise(rows: list[dict], timings: list[dict]) -> dict[str, Any]:
             sub = [r for r in answered if r["category"] == c]
             if sub:
                 cats[label] = {"n": len(sub), "f1": _avg([r["f1"] for r in sub]), "bleu1": _avg([r["bleu1"] for r in sub]),
-                               "evidence_recall": _avg([r["evidence_recall"] for r in sub])}
+                               "locomo_f1": _avg([r.get("locomo_f1") for r in sub]),
+                               "evidence_recall": _avg([r["evidence_recall"] for r in sub]),
+                               **{k: _avg([r.get(k) for r in sub]) for k in RECALLS}}
         lat = [r["latency_s"] for r in answered]
         entry: dict[str, Any] = {
             "n": len(answered), "skipped": len(rs) - len(answered),
             "skip_reason": next((r["skipped"] for r in rs if r["skipped"]), None),
             "f1": _avg([r["f1"] for r in answered]), "bleu1": _avg([r["bleu1"] for r in answered]),
+            "locomo_f1": _avg([r.get("locomo_f1") for r in answered]),
             "evidence_recall": _avg([r["evidence_recall"] for r in answered]),
+            **{k: _avg([r.get(k) for r in answered]) for k in RECALLS},
+            "answers_that_are_questions": sum(str(r["answer"]).rstrip().endswith("?") for r in answered),
             "context_tokens": _avg([r["context_tokens"] for r in answered]),
             "categories": cats,
             "efficiency": {"llm_calls": _avg([r["llm_calls"] for r in answered]),
@@ -62,6 +70,10 @@ def summarise(rows: list[dict], timings: list[dict]) -> dict[str, Any]:
                 "kept": _avg([s["kept"] for s in searched]), "kept_none": sum(s["kept"] == 0 for s in searched),
             }
         methods[name] = entry
+    if REFERENCE in by_method:
+        for name, entry in methods.items():
+            if name != REFERENCE:
+                entry["vs_compassmem"] = _differences(by_method[REFERENCE], by_method[name])
     construction: dict[str, Any] = {}
     for label in sorted({t["memory"] for t in timings}):
         ts = [t for t in timings if t["memory"] == label]
@@ -73,6 +85,22 @@ def summarise(rows: list[dict], timings: list[dict]) -> dict[str, Any]:
                                "llm_calls_per_step": _avg([t["llm_calls"] for t in ts]),
                                "tokens_per_step": _avg([t["prompt_tokens"] + t["completion_tokens"] for t in ts])}
     return {"methods": methods, "construction": construction}
+
+
+def _differences(ref: list[dict], other: list[dict]) -> dict[str, Any]:
+    """CompassMem minus `other` on each budgeted recall, overall and per category, over the questions
+    both answered: mean difference in points and its paired bootstrap 95 % interval."""
+    theirs = {r["qid"]: r for r in other if not r["skipped"]}
+    pairs = [(r, theirs[r["qid"]]) for r in ref if not r["skipped"] and r["qid"] in theirs]
+    out: dict[str, Any] = {}
+    for key in RECALLS:
+        groups = {"all": pairs, **{label: [p for p in pairs if p[0]["category"] == c] for c, label in CATEGORIES.items()}}
+        out[key] = {}
+        for label, ps in groups.items():
+            ps = [(a, b) for a, b in ps if a.get(key) is not None and b.get(key) is not None]
+            if ps:
+                out[key][label] = paired_bootstrap([a[key] for a, _ in ps], [b[key] for _, b in ps])
+    return out
 
 
 def _fmt(v: Any, pct: bool = True) -> str:
@@ -98,7 +126,32 @@ def markdown(summary: dict[str, Any], title: str, command: str) -> str:
         out.append(f"| {n}{note} | {e['n']} | {_fmt(e['f1'])} | {_fmt(e['bleu1'])} | {_fmt(e['evidence_recall'])} | "
                    f"{_fmt(e['context_tokens'], False)} | {_fmt(eff['llm_calls'], False)} | {round(tok, 1)} | "
                    f"{eff['latency_p50_s']} / {eff['latency_p95_s']} |")
+    if any(m[n].get(RECALLS[0]) is not None for n in names):
+        out += ["", "Evidence recall at fixed context budgets (%): each method's evidence in the order it ranks "
+                "it, cut at B tokens. LoCoMo F1 is the official metric (multiset, Porter-stemmed).", "",
+                "| method | " + " | ".join(RECALLS) + " | LoCoMo F1 | answers that are questions |",
+                "|---|" + "---|" * (len(RECALLS) + 2)]
+        for n in names:
+            out.append(f"| {n} | " + " | ".join(_fmt(m[n].get(k)) for k in RECALLS) +
+                       f" | {_fmt(m[n].get('locomo_f1'))} | {m[n].get('answers_that_are_questions', '–')} |")
     cats = [c for c in CATEGORIES.values() if any(c in m[n]["categories"] for n in names)]
+    if cats and any(m[n].get(RECALLS[1]) is not None for n in names):
+        out += ["", f"Per category — {RECALLS[1]} / {RECALLS[2]} (%):", "", "| method | " + " | ".join(cats) + " |",
+                "|---|" + "---|" * len(cats)]
+        for n in names:
+            cells = [f"{_fmt(d.get(RECALLS[1]))} / {_fmt(d.get(RECALLS[2]))}" if (d := m[n]["categories"].get(c)) else "–"
+                     for c in cats]
+            out.append(f"| {n} | " + " | ".join(cells) + " |")
+    diffs = [n for n in names if "vs_compassmem" in m[n]]
+    if diffs:
+        key = RECALLS[1]
+        labels = ["all", *cats]
+        out += ["", f"CompassMem minus each method, {key}, points [paired bootstrap 95 % CI]:", "",
+                "| method | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+        for n in diffs:
+            d = m[n]["vs_compassmem"][key]
+            out.append(f"| {n} | " + " | ".join(f"{d[c][0]:+.2f} [{d[c][1]:+.1f}, {d[c][2]:+.1f}]" if c in d else "–"
+                                                for c in labels) + " |")
     if cats:
         out += ["", "Per category — F1 / evidence recall (%):", "",
                 "| method | " + " | ".join(f"{c} (n={next(m[n]['categories'][c]['n'] for n in names if c in m[n]['categories'])})" for c in cats) + " |",

@@ -15,7 +15,9 @@ from ..ingest import Dataset, load
 from ..memory import Memory
 from .methods import (ABLATIONS, ALL_METHODS, BM25Turns, CompassMemMethod, DenseTurns, FixedChunkSegmenter,
                       FullContext, Method, RAGChunks, variant_settings)
-from .metrics import best_over_references, bleu1, evidence_recall, token_f1
+from ..search.graph import approx_tokens
+from ..search.responder import evidence_line
+from .metrics import BUDGETS, best_over_references, bleu1, evidence_recall, locomo_f1, recall_at_budget, token_f1
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -130,15 +132,34 @@ def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
             if line.strip():
                 r = json.loads(line)
                 done.add((r["method"], r["qid"]))
+    costs: dict[str, dict[str, int]] = {}
+
+    def ranked_with_costs(namespace: str, ids: list[str]) -> list[tuple[str, int]]:
+        if namespace not in costs:
+            costs[namespace] = {o.id: approx_tokens(evidence_line(o)) for o in main.store.observations(namespace)}
+        out, used = [], 0
+        for oid in ids:
+            if used > max(BUDGETS):
+                break
+            tokens = costs[namespace].get(oid, 0)
+            out.append((oid, tokens))
+            used += tokens
+        return out
+
     todo = [(qid, q, m) for qid, q in _questions(ds, cfg.limit) for m in methods if (m.name, qid) not in done]
     with results_path.open("a") as fh:
         for i, (qid, q, m) in enumerate(todo):
             r = m.answer(q.namespace, q.question)
+            ranked = ranked_with_costs(q.namespace, r.ranking or r.observation_ids)
             row = {"method": m.name, "qid": qid, "namespace": q.namespace, "category": q.category,
                    "question": q.question, "gold": q.answers, "answer": r.answer, "skipped": r.skipped,
                    "f1": None if r.skipped else best_over_references(token_f1, r.answer, q.answers),
                    "bleu1": None if r.skipped else best_over_references(bleu1, r.answer, q.answers),
                    "evidence_recall": None if r.skipped else evidence_recall(q.evidence, r.observation_ids),
+                   **{f"recall@{b}": None if r.skipped else recall_at_budget(q.evidence, ranked, b) for b in BUDGETS},
+                   "locomo_f1": None if r.skipped or cfg.dataset != "locomo" or q.category is None
+                   else max(locomo_f1(r.answer, g, q.category) for g in q.answers),
+                   "gold_evidence": q.evidence, "ranking": [oid for oid, _ in ranked],
                    "context_tokens": r.context_tokens, "llm_calls": r.usage.llm_calls,
                    "prompt_tokens": r.usage.prompt_tokens, "completion_tokens": r.usage.completion_tokens,
                    "cached_calls": r.usage.cached_calls, "latency_s": round(r.latency_s, 4), "search": r.search}

@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ..errors import CompassMemError, ConfigError
 
@@ -74,7 +75,7 @@ def ingest(
         def advance(item, record) -> None:
             totals["new"] += record.events_new
             totals["merged"] += record.events_merged
-            bar.update(task, advance=1, description=f"{item.namespace} step {item.step}")
+            bar.update(task, advance=1, description=escape(f"{item.namespace} step {item.step}"))
 
         try:
             mem.ingest(dataset, on_step=advance)
@@ -83,7 +84,7 @@ def ingest(
             raise CompassMemError(f"step {done + 1} of {len(dataset.steps)} not ingested "
                                   f"(the {done} before it are saved; re-run to resume): {exc}") from None
     console.print(f"[green]✓[/] {len(dataset.steps)} steps in {len(dataset.namespaces())} namespace(s): "
-                  f"{totals['new']} new events, {totals['merged']} merged → {db}")
+                  f"{totals['new']} new events, {totals['merged']} merged → {escape(db)}")
     mem.close()
 
 
@@ -158,7 +159,7 @@ def main() -> None:
     try:
         app()
     except CompassMemError as exc:
-        err_console.print(f"[red]error:[/] {exc}", highlight=False)
+        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/] (completed steps are saved)")

@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 bench_app = typer.Typer(help="Benchmarks with the paper's metrics: LoCoMo, NarrativeQA, scale.", no_args_is_help=True)
@@ -53,7 +54,7 @@ def _run(dataset: str, data: Path, out: Path, samples: str | None, sessions: str
         f1 = "–" if m["f1"] is None else f"{100 * m['f1']:.2f}"
         rec = "–" if m["evidence_recall"] is None else f"{100 * m['evidence_recall']:.1f}"
         console.print(f"{name:15s} n={m['n']:4d}  F1 {f1:>6}  evidence recall {rec:>5}  context {m['context_tokens']}")
-    console.print(f"[green]✓[/] {out}/results.json, report.md, per_category.png")
+    console.print(f"[green]✓[/] {escape(str(out))}/results.json, report.md, per_category.png")
 
 
 DataOpt = typer.Option(..., "--data", help="Dataset file.")
@@ -106,5 +107,5 @@ def scale(out: Path = OutOpt, sizes: str = typer.Option("1000,10000", "--sizes",
         ns = [int(x) for x in sizes.split(",")]
     except ValueError:
         raise ConfigError(f"bad --sizes '{sizes}': expected comma-separated integers") from None
-    run_scale(ns, out, embedder, turns_per_step, queries, log=lambda s: err.print(f"[dim]{s}[/]"))
-    console.print(f"[green]✓[/] {out}/scale.json, scale.png")
+    run_scale(ns, out, embedder, turns_per_step, queries, log=lambda s: err.print(f"[dim]{escape(s)}[/]"))
+    console.print(f"[green]✓[/] {escape(str(out))}/scale.json, scale.png")

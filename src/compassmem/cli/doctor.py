@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import CompassMemError
@@ -27,17 +28,17 @@ def run_doctor(console: Console, llm_spec: str, embedder: str, base_url: str | N
         sim_close, sim_far = float(vecs[0] @ vecs[1]), float(vecs[0] @ vecs[2])
         good = sim_close > sim_far
         ok &= good
-        table.add_row(f"embedder {embedder}", "[green]ok[/]" if good else "[yellow]weak[/]",
+        table.add_row(escape(f"embedder {embedder}"), "[green]ok[/]" if good else "[yellow]weak[/]",
                       f"dim {vecs.shape[1]}, related {sim_close:.2f} > unrelated {sim_far:.2f}, "
                       f"{time.perf_counter() - t0:.2f} s")
     except CompassMemError as exc:
         ok = False
-        table.add_row(f"embedder {embedder}", "[red]failed[/]", str(exc))
+        table.add_row(escape(f"embedder {embedder}"), "[red]failed[/]", escape(str(exc)))
     settings = Settings.load(config)
     try:
         client = make_llm(llm_spec, settings.llm, base_url=base_url, api_key=api_key)
     except CompassMemError as exc:
-        table.add_row(f"llm {llm_spec}", "[red]failed[/]", str(exc))
+        table.add_row(escape(f"llm {llm_spec}"), "[red]failed[/]", escape(str(exc)))
         console.print(table)
         return False
     if client is None:
@@ -47,6 +48,6 @@ def run_doctor(console: Console, llm_spec: str, embedder: str, base_url: str | N
         for r in check_roles(client):
             ok &= r.ok
             table.add_row(f"llm role {r.role}", "[green]ok[/]" if r.ok else "[red]failed[/]",
-                          f"{r.seconds:.1f} s  {r.detail}")
+                          escape(f"{r.seconds:.1f} s  {r.detail}"))
     console.print(table)
     return ok

