@@ -34,3 +34,36 @@ def test_scale_bench_measures_and_keeps_finished_sizes(tmp_path):
     assert (tmp_path / "scale.png").is_file() and not (tmp_path / "scale-40.db").exists()
     again = run_scale([40], tmp_path, turns_per_step=20, queries=3, log=logs.append)
     assert again == rows and "already measured" in logs[-1]
+
+
+def test_report_has_budgeted_recall_locomo_f1_and_paired_differences(tmp_path, locomo_path):
+    cfg = BenchConfig(dataset="locomo", data=locomo_path, out=tmp_path, samples=["conv-26"], sessions=(1, 3),
+                      limit=6, embedder="hash", methods=["compassmem", "bm25_turns"])
+    res = run_benchmark(cfg)
+    summary = write_reports(tmp_path, res["rows"], res["timings"], "t", "cmd")
+    m = summary["methods"]
+    for name in ("compassmem", "bm25_turns"):
+        r500, r1000, r2000 = (m[name][f"recall@{b}"] for b in (500, 1000, 2000))
+        assert 0 <= r500 <= r1000 <= r2000 <= 1  # a bigger budget never loses evidence
+        assert m[name]["locomo_f1"] is not None
+    diff = m["bm25_turns"]["vs_compassmem"]["recall@1000"]["all"]
+    assert diff[1] <= diff[0] <= diff[2]
+    assert "CompassMem minus each method" in (tmp_path / "report.md").read_text()
+    row = next(r for r in res["rows"] if r["method"] == "bm25_turns")
+    assert len(row["ranking"]) > 10  # the whole ranking is kept, not only the 10 handed turns
+
+
+def test_cross_validation_chooses_on_the_other_conversations(tmp_path, locomo_path):
+    from compassmem.bench.cv import parse_grid, run_cv
+
+    cfg = BenchConfig(dataset="locomo", data=locomo_path, out=tmp_path, samples=["conv-26", "conv-30"],
+                      sessions=(1, 2), limit=4, embedder="hash", methods=["compassmem"])
+    result = run_cv(cfg, parse_grid(["search.event_weight=0,1"]))
+    assert set(result["chosen_per_heldout"]) == {"conv-26", "conv-30"}
+    assert result["cross_validated"]["n"] == 8  # every question scored exactly once, held out
+    per_point = [[json.loads(x) for x in (tmp_path / f"point-{i:03d}.jsonl").read_text().splitlines()] for i in range(2)]
+    for ns, choice in result["chosen_per_heldout"].items():
+        train = [sum(r["recall@1000"] for r in rows if r["namespace"] != ns) for rows in per_point]
+        best = 0 if train[0] >= train[1] else 1  # ties go to the first point
+        assert choice["point"] == {"search.event_weight": [0, 1][best]}
+    assert (tmp_path / "cv.md").is_file()

@@ -17,7 +17,8 @@ from .search.engine import SearchRoles
 from .search.explorer import LLMPolicy, OfflinePolicy
 from .search.localize import LLMStartSelector, OfflineStartSelector
 from .search.planner import LLMPlanner, OfflinePlanner
-from .search.responder import LLMResponder, OfflineResponder
+from .search.extract import ExtractiveResponder
+from .search.responder import LLMResponder
 
 
 def construction_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings: Settings) -> ConstructionRoles:
@@ -30,7 +31,7 @@ def construction_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings
 def search_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings: Settings) -> SearchRoles:
     if llm is None:
         return SearchRoles(OfflinePlanner(), OfflineStartSelector(),
-                           lambda graph, sims: OfflinePolicy(graph, sims), OfflineResponder(embedder))
+                           lambda graph, sims: OfflinePolicy(graph, sims), ExtractiveResponder(embedder))
     show = settings.search.use_relations
     return SearchRoles(LLMPlanner(llm), LLMStartSelector(llm), lambda graph, sims: LLMPolicy(llm, graph, show),
                        LLMResponder(llm))

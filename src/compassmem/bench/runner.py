@@ -77,7 +77,8 @@ def _questions(ds: Dataset, limit: int | None) -> list[tuple[int, object]]:
     return out
 
 
-def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
+def prepare(cfg: BenchConfig, progress: Progress | None = None) -> tuple[Dataset, Memory, list[dict]]:
+    """Load the dataset slice and build (or resume) the main event memory: (dataset, memory, timings)."""
     cfg.validate()
     cfg.out.mkdir(parents=True, exist_ok=True)
     if cfg.dataset == "locomo":
@@ -92,13 +93,17 @@ def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
     if cfg.sessions:  # a slice of sessions: only questions whose gold evidence lies inside it
         present = {(s.namespace, o.id) for s in ds.steps for o in s.observations}
         ds.questions = [q for q in ds.questions if q.evidence and all((q.namespace, e) in present for e in q.evidence)]
+    main = _memory(cfg, "memory-events.db", cfg.settings)
+    return ds, main, _build(main, ds, "events", progress)
 
-    def memory(db: str, settings: Settings) -> Memory:
-        return Memory(cfg.out / db, llm=cfg.llm, embedder=cfg.embedder, settings=settings, base_url=cfg.base_url,
-                      api_key=cfg.api_key)
 
-    main = memory("memory-events.db", cfg.settings)
-    timings = _build(main, ds, "events", progress)
+def _memory(cfg: BenchConfig, db: str, settings: Settings) -> Memory:
+    return Memory(cfg.out / db, llm=cfg.llm, embedder=cfg.embedder, settings=settings, base_url=cfg.base_url,
+                  api_key=cfg.api_key)
+
+
+def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
+    ds, main, timings = prepare(cfg, progress)
     responder = main.engine.roles.responder
     methods: list[Method] = []
     for name in cfg.methods:
@@ -107,7 +112,7 @@ def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
         if name == "compassmem":
             methods.append(CompassMemMethod(name, main))
         elif name == "chunks100":
-            chunk_mem = memory("memory-chunks100.db", cfg.settings)
+            chunk_mem = _memory(cfg, "memory-chunks100.db", cfg.settings)
             chunk_mem.constructor.roles.segmenter = FixedChunkSegmenter(100)
             timings += _build(chunk_mem, ds, "chunks100", progress)
             methods.append(CompassMemMethod(name, chunk_mem))
@@ -124,8 +129,14 @@ def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
         elif base == "bm25_turns":
             methods.append(BM25Turns(main, responder, k, cfg.settings.search.max_context_tokens, name))
     _save_timings(cfg.out / "construction.json", timings)
+    rows = answer_rows(cfg, ds, main, methods, cfg.out / "results.jsonl", progress)
+    return {"rows": rows, "timings": json.loads((cfg.out / "construction.json").read_text())}
 
-    results_path = cfg.out / "results.jsonl"
+
+def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Method], results_path: Path,
+                progress: Progress | None = None) -> list[dict]:
+    """Answer every question with every method, appending each row to results_path as it is produced,
+    so an interrupted run resumes where it stopped. Returns all rows of the file."""
     done = set()
     if results_path.is_file():
         for line in results_path.read_text().splitlines():
@@ -167,8 +178,7 @@ def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
             fh.flush()
             if progress:
                 progress("answering", i + 1, len(todo))
-    rows = [json.loads(x) for x in results_path.read_text().splitlines() if x.strip()]
-    return {"rows": rows, "timings": json.loads((cfg.out / "construction.json").read_text())}
+    return [json.loads(x) for x in results_path.read_text().splitlines() if x.strip()]
 
 
 def _save_timings(path: Path, new: list[dict]) -> None:

@@ -109,3 +109,43 @@ def scale(out: Path = OutOpt, sizes: str = typer.Option("1000,10000", "--sizes",
         raise ConfigError(f"bad --sizes '{sizes}': expected comma-separated integers") from None
     run_scale(ns, out, embedder, turns_per_step, queries, log=lambda s: err.print(f"[dim]{escape(s)}[/]"))
     console.print(f"[green]✓[/] {escape(str(out))}/scale.json, scale.png")
+
+
+@bench_app.command()
+def cv(data: Path = DataOpt, out: Path = OutOpt,
+       grid: list[str] = typer.Option(..., "--grid", help="A setting and its values, e.g. "
+                                      "search.event_weight=0.25,0.5,1 (repeatable; the grid is their product)."),
+       metric: str = typer.Option("recall@1000", "--metric", help="What is maximised on the training conversations: "
+                                  "recall@500|recall@1000|recall@2000|evidence_recall|locomo_f1|f1."),
+       samples: Optional[str] = typer.Option(None, "--samples", help="Conversations (default all)."),
+       embedder: str = typer.Option("minilm", "--embedder"),
+       config: Optional[Path] = typer.Option(None, "--config")) -> None:
+    """Leave-one-conversation-out cross-validation of tuned settings on LoCoMo (offline engine).
+
+    Each conversation is scored with the grid point that did best on the other conversations; the result
+    is what to expect on conversations nobody tuned on. Writes cv.json and cv.md (resumable)."""
+    from ..bench.cv import parse_grid, run_cv
+    from ..bench.runner import BenchConfig
+    from ..config import Settings
+    from ..errors import ConfigError
+
+    allowed = ("recall@500", "recall@1000", "recall@2000", "evidence_recall", "locomo_f1", "f1")
+    if metric not in allowed:
+        raise ConfigError(f"unknown --metric '{metric}'; one of {', '.join(allowed)}")
+    cfg = BenchConfig(dataset="locomo", data=data, out=out, methods=["compassmem"], samples=_split(samples),
+                      embedder=embedder, settings=Settings.load(config))
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err) as bar:
+        tasks: dict[str, int] = {}
+
+        def progress(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(escape(phase), total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        result = run_cv(cfg, parse_grid(grid), metric, progress)
+    command = "compassmem " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    (out / "cv.md").write_text(f"Command: `{command}`\n\n" + (out / "cv.md").read_text())
+    console.print((out / "cv.md").read_text(), markup=False, highlight=False)
+    cvr = result["cross_validated"]
+    console.print(f"[green]✓[/] cross-validated {metric}: {100 * (cvr.get(metric) or 0):.2f}  → {escape(str(out))}/cv.json, cv.md")

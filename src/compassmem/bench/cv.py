@@ -1,0 +1,127 @@
+"""Leave-one-conversation-out cross-validation of tuned settings.
+
+Every grid point answers every question (one memory, built once, shared by all points). Then, for each
+conversation, the point that scores best on the *other* conversations is chosen and that conversation is
+scored with it. The union of those held-out rows is the cross-validated result: what a release should
+expect on conversations nobody tuned on. The in-sample best point is reported beside it, so the gap
+between the two is visible.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from statistics import mean
+from typing import Any, Callable
+
+from ..config import Settings
+from ..errors import ConfigError
+from .methods import CompassMemMethod
+from .report import summarise
+from .runner import BenchConfig, Progress, answer_rows, prepare
+
+Grid = dict[str, list[Any]]
+
+
+def parse_grid(specs: list[str]) -> Grid:
+    """['search.event_weight=0.25,0.5', …] → {'search.event_weight': [0.25, 0.5], …}"""
+    grid: Grid = {}
+    for spec in specs:
+        key, sep, values = spec.partition("=")
+        if not sep or "." not in key or not values.strip():
+            raise ConfigError(f"bad grid '{spec}'; expected section.name=v1,v2 (e.g. search.event_weight=0.25,0.5)")
+        grid[key.strip()] = [_value(v.strip()) for v in values.split(",") if v.strip()]
+    return grid
+
+
+def _value(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(text.lower(), text)
+
+
+def points(grid: Grid) -> list[dict[str, Any]]:
+    keys = list(grid)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+def _with(base: Settings, point: dict[str, Any]) -> Settings:
+    data = base.model_dump()
+    for key, value in point.items():
+        section, name = key.split(".", 1)
+        data[section][name] = value
+    return Settings.model_validate(data)
+
+
+def _score(rows: list[dict], metric: str) -> float:
+    vals = [r[metric] for r in rows if r.get(metric) is not None]
+    return mean(vals) if vals else 0.0
+
+
+def run_cv(cfg: BenchConfig, grid: Grid, metric: str = "recall@1000", progress: Progress | None = None) -> dict:
+    """Answer with every grid point (resumable: each point's rows live in their own file), then choose per
+    held-out conversation. Returns the report dict also written to cv.json."""
+    from ..memory import Memory
+
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    ds, main, _ = prepare(cfg, progress)
+    grid_points = points(grid)
+    per_point: list[list[dict]] = []
+    for i, point in enumerate(grid_points):
+        settings = _with(cfg.settings, point)
+        mem = Memory(llm=cfg.llm, embedder=cfg.embedder, store=main.store, settings=settings,
+                     base_url=cfg.base_url, api_key=cfg.api_key)
+        method = CompassMemMethod("compassmem", mem)
+        path = cfg.out / f"point-{i:03d}.jsonl"
+        label = ", ".join(f"{k}={v}" for k, v in point.items())
+        per_point.append(answer_rows(cfg, ds, main, [method], path,
+                                     (lambda phase, d, t, label=label: progress(f"point {i + 1}/{len(grid_points)} {label}", d, t))
+                                     if progress else None))
+    namespaces = sorted({r["namespace"] for r in per_point[0]})
+    chosen: dict[str, dict[str, Any]] = {}
+    held_out: list[dict] = []
+    for ns in namespaces:
+        train = [_score([r for r in rows if r["namespace"] != ns], metric) for rows in per_point]
+        best = max(range(len(grid_points)), key=lambda i: (train[i], -i))
+        chosen[ns] = {"point": grid_points[best], "train_score": round(train[best], 4)}
+        held_out += [r for r in per_point[best] if r["namespace"] == ns]
+    overall = [_score(rows, metric) for rows in per_point]
+    in_best = max(range(len(grid_points)), key=lambda i: (overall[i], -i))
+    result = {
+        "metric": metric, "grid": grid, "chosen_per_heldout": chosen,
+        "cross_validated": summarise(held_out, [])["methods"]["compassmem"],
+        "in_sample_best": {"point": grid_points[in_best],
+                           "summary": summarise(per_point[in_best], [])["methods"]["compassmem"]},
+        "points": [{"point": p, metric: round(s, 4)} for p, s in zip(grid_points, overall)],
+    }
+    (cfg.out / "cv.json").write_text(json.dumps(result, indent=2))
+    (cfg.out / "cv.md").write_text(cv_markdown(result))
+    return result
+
+
+def cv_markdown(result: dict) -> str:
+    from .report import CATEGORIES, RECALLS
+
+    def pct(v: float | None) -> str:
+        return "–" if v is None else f"{100 * v:.2f}"
+
+    cats = list(CATEGORIES.values())
+    out = [f"Leave-one-conversation-out, chosen by {result['metric']}.", "",
+           "| held-out conversation | settings chosen on the other conversations | their score there |", "|---|---|---|"]
+    for ns, c in result["chosen_per_heldout"].items():
+        out.append(f"| {ns} | {', '.join(f'{k}={v}' for k, v in c['point'].items())} | {pct(c['train_score'])} |")
+    out += ["", "| | " + " | ".join(RECALLS) + " | " + " | ".join(f"{c} @1000" for c in cats) + " | LoCoMo F1 | F1 |",
+            "|---|" + "---|" * (len(RECALLS) + len(cats) + 2)]
+    rows: list[tuple[str, Callable[[], dict]]] = [("cross-validated", lambda: result["cross_validated"]),
+                                                  ("in-sample best", lambda: result["in_sample_best"]["summary"])]
+    for label, get in rows:
+        m = get()
+        out.append(f"| {label} | " + " | ".join(pct(m.get(k)) for k in RECALLS) + " | " +
+                   " | ".join(pct(m["categories"].get(c, {}).get("recall@1000")) for c in cats) +
+                   f" | {pct(m.get('locomo_f1'))} | {pct(m.get('f1'))} |")
+    best = result["in_sample_best"]["point"]
+    out += ["", f"In-sample best: {', '.join(f'{k}={v}' for k, v in best.items())}.", ""]
+    return "\n".join(out)

@@ -1,0 +1,105 @@
+"""The offline answerer: an extractive span from the handed evidence, with no model.
+
+Rules, each from a failure seen on the dev conversations:
+- a clause that asks something never answers: a turn that repeats the question is the *question*;
+  the reply after it (the next turn of the same session) is where the answer is;
+- a question about a named person is answered by what that person said;
+- the answer is the shortest clause that carries the matching content, stripped of greetings and
+  fillers ("Wow, Caroline!", "Thanks!");
+- when-questions get the resolved date of the clause that states the event ("last Friday" said on
+  15 July 2023 → "14 July 2023"), else the date of the turn that states it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..embed import CachedEmbedder
+from ..models import Event, Observation
+from ..timeutil import fmt, from_iso, resolve_in_text
+from .planner import content_words
+
+WHEN = re.compile(r"^\s*(when|what (?:year|month|date|day|time)|how long ago|which (?:year|month))\b", re.I)
+_SPLIT = re.compile(r"(?<=[.!?;])\s+|\s+[-–—]\s+|,\s+(?=but |and |so |because )")
+_FILLER = re.compile(r"^(?:(?:hey|hi|hello|wow|whoa|yeah|yes|yep|sure|oh|aw+|thanks|thank you|haha|lol|ok(?:ay)?|"
+                     r"cool|great|nice|awesome|congrats|congratulations|right|totally|definitely|absolutely)"
+                     r"(?:\s+\w+)?[,!.]\s*)+", re.I)
+
+
+@dataclass
+class Clause:
+    text: str
+    source: Observation
+    reply_to_question: bool = False
+
+
+def clauses(observation: Observation) -> list[str]:
+    parts = [p.strip() for p in _SPLIT.split(observation.text) if p and p.strip()]
+    return [_FILLER.sub("", p).strip() for p in parts]
+
+
+def _is_question(text: str) -> bool:
+    return text.rstrip().endswith("?")
+
+
+def candidates(observations: list[Observation]) -> list[Clause]:
+    """Every statement clause of the evidence; clauses of a turn right after a question are marked, since
+    they are the likely answer to it."""
+    out: list[Clause] = []
+    prev: Observation | None = None
+    for o in observations:
+        after_question = prev is not None and prev.step == o.step and prev.seq == o.seq - 1 and _is_question(prev.text)
+        for c in clauses(o):
+            if len(c.split()) >= 2 and not _is_question(c):
+                out.append(Clause(c, o, after_question))
+        prev = o
+    return out
+
+
+class ExtractiveResponder:
+    """The offline Responder: scores clauses by meaning, shared words and who said them."""
+
+    def __init__(self, embedder: CachedEmbedder) -> None:
+        self.embedder = embedder
+
+    def respond(self, question: str, events: list[Event], observations: list[Observation], max_tokens: int) -> str:
+        if not observations:
+            return "No relevant memory found."
+        pool = candidates(observations)
+        if not pool:  # only questions in the evidence: say so rather than answer with a question
+            day = from_iso(observations[0].date)
+            return "Not stated in memory; it was only asked about" + (f" on {fmt(day)}." if day else ".")
+        score = self._score(question, pool)
+        if WHEN.match(question):
+            return self._when(pool, score)
+        return pool[int(np.argmax(score))].text
+
+    def _when(self, pool: list[Clause], score: np.ndarray) -> str:
+        """The best clause that carries a time expression among the strong ones; else the best one's date."""
+        order = np.argsort(-score, kind="stable")
+        top = score[order[0]]
+        for i in order[:8]:
+            if score[i] < top - 0.25:
+                break
+            c = pool[int(i)]
+            resolved = resolve_in_text(c.text, from_iso(c.source.date))
+            if resolved:
+                return resolved.label
+        best = pool[int(order[0])].source
+        day = from_iso(best.date)
+        return fmt(day) if day else (best.time or pool[int(order[0])].text)
+
+    def _score(self, question: str, pool: list[Clause]) -> np.ndarray:
+        texts = [c.text for c in pool]
+        vecs = self.embedder.embed(texts)
+        qv = self.embedder.embed([question])[0]
+        want = set(content_words(question))
+        lexical = np.array([len(want & set(content_words(t))) / (len(want) or 1) for t in texts])
+        speaker = np.array([1.0 if c.source.speaker and re.search(rf"\b{re.escape(c.source.speaker)}\b", question, re.I)
+                            else 0.0 for c in pool])
+        reply = np.array([1.0 if c.reply_to_question else 0.0 for c in pool])
+        length = np.array([min(len(t.split()), 12) / 12 for t in texts])
+        return vecs @ qv + 0.5 * lexical + 0.15 * speaker + 0.05 * reply + 0.1 * length

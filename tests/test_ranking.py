@@ -1,0 +1,94 @@
+"""Evidence ranking and the extractive answerer, on small hand-made memories whose right answer is known."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from compassmem import Memory, Settings
+from compassmem.models import Observation
+from compassmem.search.extract import ExtractiveResponder, candidates
+from compassmem.search.rank import RankWeights, named_participants, rank_observations
+
+TURNS = [
+    {"id": "D1:1", "speaker": "Ana", "text": "I adopted a puppy yesterday, her name is Luna."},
+    {"id": "D1:2", "speaker": "Ben", "text": "Congrats! What breed is she?"},
+    {"id": "D1:3", "speaker": "Ana", "text": "A border collie, very smart."},
+    {"id": "D1:4", "speaker": "Ben", "text": "My brother fixes old bicycles in his garage on weekends."},
+]
+
+
+def _memory(tmp_path, **search) -> Memory:
+    mem = Memory(tmp_path / "m.db", embedder="hash", settings=Settings.load(**{f"search.{k}": v for k, v in search.items()}))
+    mem.add(TURNS, namespace="n", step=1, world_time="8 May 2023")
+    return mem
+
+
+def test_named_participants_match_whole_words_only(tmp_path):
+    g = _memory(tmp_path).graph("n")
+    assert named_participants(g, "What did Ana adopt?") == {"Ana"}
+    assert named_participants(g, "What is a banana?") == set()  # 'ana' inside a word is not Ana
+
+
+def test_participant_weight_lifts_the_named_persons_turns(tmp_path):
+    g = _memory(tmp_path).graph("n")
+    own = np.zeros(len(g.obs_order))
+    ids, _ = rank_observations(g, own, "What does Ben do?", [], RankWeights(participant=1.0, event=0, relation=0, kept=0))
+    assert {ids[0], ids[1]} == {"D1:2", "D1:4"}
+    ids, _ = rank_observations(g, own, "What does Ben do?", [], RankWeights(participant=0.0, event=0, relation=0, kept=0))
+    assert ids == g.obs_order  # no signal at all: stable, stream order
+
+
+def test_event_weight_carries_an_events_score_to_its_other_turns(tmp_path):
+    g = _memory(tmp_path).graph("n")
+    own = np.zeros(len(g.obs_order))
+    own[g.obs_order.index("D1:1")] = 1.0
+    ids, scores = rank_observations(g, own, "q", [], RankWeights(participant=0, event=0.5, relation=0, kept=0))
+    same_event = [o for o in g.obs_order if g.event_of(o) == g.event_of("D1:1") and o != "D1:1"]
+    others = [o for o in g.obs_order if g.event_of(o) != g.event_of("D1:1")]
+    assert ids[0] == "D1:1"
+    if same_event and others:  # every turn of D1:1's event outranks every turn of other events
+        assert max(ids.index(o) for o in same_event) < min(ids.index(o) for o in others)
+
+
+def test_answer_ranking_covers_the_handed_evidence(tmp_path):
+    mem = _memory(tmp_path, evidence_tokens=50)
+    a = mem.ask("What breed is Ana's puppy?", "n")
+    handed = a.observation_ids()
+    assert handed and set(handed) <= set(a.ranking)
+    assert set(a.ranking[: len(handed)]) == set(handed)  # the handed evidence is the ranking's top
+    assert a.context_tokens <= 50 + 30  # the first line always fits, the rest respect the budget
+
+
+def _obs(i, speaker, text, step=1):
+    return Observation(id=f"D{step}:{i}", namespace="n", step=step, seq=i, speaker=speaker, text=text,
+                       time="8 May 2023")
+
+
+def test_extractive_answer_is_never_a_question_and_prefers_the_reply():
+    from compassmem.embed import make_embedder
+
+    r = ExtractiveResponder(make_embedder("hash"))
+    obs = [_obs(1, "Sam", "Who will feed Priya's cat while she is away?"),
+           _obs(2, "Lee", "Sam will feed Priya's cat, he promised.")]
+    answer = r.respond("Who will feed Priya's cat?", [], obs, 1000)
+    assert not answer.endswith("?") and "Sam will feed" in answer
+    assert [c.reply_to_question for c in candidates(obs)] == [True]
+
+
+def test_extractive_when_answer_is_the_resolved_date_of_the_stating_turn():
+    from compassmem.embed import make_embedder
+
+    r = ExtractiveResponder(make_embedder("hash"))
+    obs = [_obs(1, "Ana", "I love my puppy Luna so much."),
+           _obs(2, "Ana", "Wow, thanks! I adopted Luna yesterday.")]
+    assert r.respond("When did Ana adopt Luna?", [], obs, 1000) == "7 May 2023"
+
+
+def test_extractive_strips_fillers_and_handles_question_only_evidence():
+    from compassmem.embed import make_embedder
+
+    r = ExtractiveResponder(make_embedder("hash"))
+    assert r.respond("What breed?", [], [_obs(1, "Ana", "Wow, Ben! A border collie, very smart.")], 1000) \
+        == "A border collie, very smart."
+    assert r.respond("What breed?", [], [_obs(1, "Ben", "What breed is she?")], 1000) \
+        == "Not stated in memory; it was only asked about on 8 May 2023."
