@@ -93,7 +93,7 @@ class Memory:
 
     # ------------------------------------------------------------------ reading
     def graph(self, namespace: str) -> GraphView:
-        version = len(self.store.steps(namespace)) if self.store.has_namespace(namespace) else -1
+        version = self.store.step_count(namespace) if self.store.has_namespace(namespace) else -1
         cached = self._graphs.get(namespace)
         if cached is None or cached[0] != version:
             view = GraphView.load(self.store, namespace)

@@ -11,6 +11,8 @@ import json
 from contextlib import nullcontext
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..config import ConstructionSettings
 from ..embed import CachedEmbedder
 from ..errors import InputError
@@ -19,10 +21,24 @@ from ..models import Event, EventTime, Observation, Relation, StepRecord, Usage
 from ..store import Store
 from ..timeutil import iso, parse_date, resolve_in_text
 from . import topics as topic_ops
-from .fuse import FusionJudge, decide, merge_into
+from .fuse import FusionDecision, FusionJudge, decide, merge_into
 from .relate import RelationExtractor
 from ..timeutil import find_expressions
 from .segment import DraftEvent, Segmenter, extractive_summary, observation_text, participants_of
+
+
+@dataclass
+class _Draft:
+    obs_vecs: np.ndarray
+    events: list[Event]
+    relations: list
+    event_vecs: np.ndarray
+
+
+@dataclass
+class _Plan:
+    version: int  # steps in the namespace when the decisions were made
+    decisions: list[list[FusionDecision]]
 
 
 @dataclass
@@ -127,36 +143,70 @@ class Constructor:
         observations = clipped
         world_date = parse_date(world_time) or next((parse_date(o.time) for o in observations if o.time), None)
         scope = self.llm.operation() if self.llm is not None else nullcontext(Usage())
-        with scope as usage, self.store.transaction():
-            record = self._run(namespace, step, observations, world_time, world_date, digest, skipped)
-            record.llm_calls, record.prompt_tokens = usage.llm_calls, usage.prompt_tokens
-            record.completion_tokens, record.latency_s = usage.completion_tokens, round(usage.latency_s, 3)
-            self.store.put_step(record)
+        with scope as usage:
+            # Everything slow (embeddings, model calls) happens before the write lock is taken, so other
+            # writers and readers of the same database wait milliseconds, not minutes.
+            draft = self._prepare(namespace, step, observations, world_time, world_date, skipped)
+            plan = self._plan_fusion(namespace, draft)
+            with self.store.transaction():
+                prior = self.store.get_step(namespace, step)
+                if prior is not None:  # another writer committed this step meanwhile
+                    if prior.content_hash == digest:
+                        return prior
+                    raise InputError(f"step {step} of '{namespace}' was just ingested by another writer with "
+                                     "different content")
+                if self._version(namespace) != plan.version:  # another step landed: judge against it too
+                    plan = self._plan_fusion(namespace, draft)
+                record = self._apply(namespace, step, observations, draft, plan, digest, skipped)
+                record.llm_calls, record.prompt_tokens = usage.llm_calls, usage.prompt_tokens
+                record.completion_tokens, record.latency_s = usage.completion_tokens, round(usage.latency_s, 3)
+                self.store.put_step(record)
         return record
 
-    def _run(self, namespace: str, step: int, observations: list[Observation], world_time: str | None,
-             world_date, digest: str, skipped: list[str]) -> StepRecord:
-        store, s = self.store, self.settings
-        store.ensure_namespace(namespace)
-        store.add_observations(observations, self.embedder.embed([observation_text(o) for o in observations]))
+    def _version(self, namespace: str) -> int:
+        return self.store.step_count(namespace) if self.store.has_namespace(namespace) else 0
+
+    def _prepare(self, namespace: str, step: int, observations: list[Observation], world_time: str | None,
+                 world_date, skipped: list[str]) -> _Draft:
+        """The step's own work, which reads nothing of the store: embeddings, segmentation, relations."""
+        obs_vecs = self.embedder.embed([observation_text(o) for o in observations])
         drafts = self.roles.segmenter.segment(step, observations, world_time)
         events = self._events_from_drafts(namespace, step, drafts, observations, world_date, skipped)
         if not events:
             raise InputError(f"step {step}: segmentation produced no valid event ({'; '.join(skipped[-3:])})")
-        record = StepRecord(namespace=namespace, step=step, content_hash=digest, observations=len(observations))
-        drafts_rel = self.roles.relations.relate(step, observations, events)
-        vecs = self.embedder.embed([e.embed_text() for e in events])
-        final_id: dict[int, str] = {}
+        relations = self.roles.relations.relate(step, observations, events)
+        return _Draft(obs_vecs, events, relations, self.embedder.embed([e.embed_text() for e in events]))
+
+    def _plan_fusion(self, namespace: str, draft: _Draft) -> _Plan:
+        """Fusion decisions against the events already stored (judge calls included), and the namespace
+        version they were made against."""
+        store, s = self.store, self.settings
+        version = self._version(namespace)
+        decisions: list[list[FusionDecision]] = []
         judge_calls = 0
-        cross: list[Relation] = []
-        for i, (event, vec) in enumerate(zip(events, vecs)):
-            candidates = [(store.get_event(namespace, eid), sim)
-                          for eid, sim in store.search_events(namespace, vec, s.judge_candidates + 8)]
-            candidates = [(e, sim) for e, sim in candidates if e is not None and e.step < step]
-            decisions, used = decide(event, candidates, self.roles.judge, s, s.max_judge_calls_per_step - judge_calls)
+        for event, vec in zip(draft.events, draft.event_vecs):
+            found = store.search_events(namespace, vec, s.judge_candidates + 8) if version else []
+            candidates = [(store.get_event(namespace, eid), sim) for eid, sim in found]
+            candidates = [(e, sim) for e, sim in candidates if e is not None and e.step < event.step]
+            d, used = decide(event, candidates, self.roles.judge, s, s.max_judge_calls_per_step - judge_calls)
             judge_calls += used
+            decisions.append(d)
+        return _Plan(version, decisions)
+
+    def _apply(self, namespace: str, step: int, observations: list[Observation], draft: _Draft, plan: _Plan,
+               digest: str, skipped: list[str]) -> StepRecord:
+        """The writes of one step, inside its transaction; no model call except a new topic's label
+        (offline: keywords)."""
+        store, s = self.store, self.settings
+        store.ensure_namespace(namespace)
+        store.add_observations(observations, draft.obs_vecs)
+        record = StepRecord(namespace=namespace, step=step, content_hash=digest, observations=len(observations))
+        drafts_rel = draft.relations
+        final_id: dict[int, str] = {}
+        cross: list[Relation] = []
+        for i, (event, vec, decisions) in enumerate(zip(draft.events, draft.event_vecs, plan.decisions)):
             if decisions[0].kind == "merge":
-                target = decisions[0].target
+                target = store.get_event(namespace, decisions[0].target.id) or decisions[0].target
                 span = store.get_observations(namespace, target.observation_ids + event.observation_ids)
                 fused = merge_into(target, event, {o.id: (o.step, o.seq) for o in span})
                 store.put_event(fused, self.embedder.embed([fused.embed_text()])[0])

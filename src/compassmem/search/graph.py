@@ -47,6 +47,11 @@ class GraphView:
 
     @classmethod
     def load(cls, store: Store, namespace: str) -> "GraphView":
+        with store.snapshot():  # another process may commit a step between these reads
+            return cls._load(store, namespace)
+
+    @classmethod
+    def _load(cls, store: Store, namespace: str) -> "GraphView":
         if not store.has_namespace(namespace):
             known = store.namespaces()
             hint = f" (known: {', '.join(known[:10])})" if known else " (the database is empty)"

@@ -20,6 +20,9 @@ class Store(Protocol):
     def transaction(self) -> AbstractContextManager[None]:
         """Everything written inside commits together or not at all (one construction step)."""
         ...
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Everything read inside sees one committed state, whatever other writers do meanwhile."""
+        ...
 
     # --- namespaces
     def namespaces(self) -> list[str]: ...

@@ -113,14 +113,18 @@ class _Vectors:
 class SQLiteStore:
     """Thread-safe (one connection behind a lock); readers never see half a step."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, busy_timeout_s: float = 30.0) -> None:
         self.path = str(path)
+        self.busy_timeout_s = busy_timeout_s
         if self.path != ":memory:":
             parent = Path(self.path).expanduser().resolve().parent
             if not parent.is_dir():
                 raise StoreError(f"cannot create database {self.path}: folder {parent} does not exist")
         try:
-            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            # busy timeout: another process's step holds the write lock for milliseconds (its slow work is
+            # done before it takes the lock), so waiting is right and failing at once is not
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                         timeout=busy_timeout_s)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute("PRAGMA synchronous=NORMAL")
@@ -135,6 +139,7 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._depth = 0
         self._matrices: dict[tuple[str, str], _Vectors] = {}
+        self._data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -146,7 +151,12 @@ class SQLiteStore:
         with self._lock:
             outer = self._depth == 0
             if outer:
-                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    raise StoreError(f"database {self.path} is busy: another writer held it for more than "
+                                     f"{self.busy_timeout_s:g} s ({exc}); nothing was written, try again") from None
+                self._sync()
             self._depth += 1
             try:
                 yield
@@ -159,6 +169,30 @@ class SQLiteStore:
             self._depth -= 1
             if outer:
                 self._conn.execute("COMMIT")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see one committed state of the database, even while other processes write."""
+        with self._lock:
+            if self._depth:
+                yield
+                return
+            self._conn.execute("BEGIN")
+            self._depth += 1
+            try:
+                self._sync()
+                yield
+            finally:
+                self._depth -= 1
+                self._conn.execute("COMMIT")
+
+    def _sync(self) -> None:
+        """Drop the vector caches when another connection (another process) has committed since we
+        last looked: a cached matrix must never disagree with the tables."""
+        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:
+            self._data_version = version
+            self._matrices.clear()
 
     def _exec(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
         with self._lock:
@@ -291,6 +325,8 @@ class SQLiteStore:
     def _vectors(self, namespace: str, table: str, col: str) -> _Vectors:
         key = (namespace, table)
         with self._lock:
+            if not self._depth:
+                self._sync()
             cached = self._matrices.get(key)
             if cached is None:
                 rows = self._conn.execute(

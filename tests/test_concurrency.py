@@ -1,0 +1,115 @@
+"""Many processes on one database: writers of different namespaces and readers at the same time lose
+nothing, and end where a sequential build ends."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import random
+
+import pytest
+
+from compassmem import Memory
+
+WORDS = ("garden hiking pottery camping guitar painting recipe puppy museum concert bicycle library beach "
+         "marathon sunrise violin novel festival kayak bakery").split()
+
+
+def _steps(namespace: str, n_steps: int = 5, turns: int = 8) -> list[tuple[int, list[dict], str]]:
+    rng = random.Random(namespace)
+    out = []
+    for step in range(1, n_steps + 1):
+        obs = [{"id": f"{namespace}-{step}-{i}", "speaker": ("Ana", "Ben")[i % 2],
+                "text": " ".join(rng.choice(WORDS) for _ in range(8)) + "."} for i in range(turns)]
+        out.append((step, obs, f"{step} May 2023"))
+    return out
+
+
+def _writer(db: str, namespace: str, errors) -> None:
+    try:
+        with Memory(db, embedder="hash") as mem:
+            for step, obs, when in _steps(namespace):
+                mem.add(obs, namespace=namespace, step=step, world_time=when)
+    except Exception as exc:  # reported to the parent, which fails the test
+        errors.put(f"writer {namespace}: {type(exc).__name__}: {exc}")
+
+
+def _reader(db: str, namespace: str, errors) -> None:
+    try:
+        with Memory(db, embedder="hash") as mem:
+            for _ in range(15):
+                if mem.store.has_namespace(namespace):
+                    a = mem.ask("Who went camping at the beach?", namespace)
+                    assert a.answer
+    except Exception as exc:
+        errors.put(f"reader {namespace}: {type(exc).__name__}: {exc}")
+
+
+def _snapshot(db: str) -> dict:
+    with Memory(db, embedder="hash") as mem:
+        out = {}
+        for ns in mem.namespaces():
+            st = mem.stats(ns)
+            out[ns] = (st["observations"], st["steps"], st["events"], st["relations"], st["topics"],
+                       sorted(e.summary for e in mem.events(ns)))
+        return out
+
+
+@pytest.mark.slow
+def test_four_writers_and_four_readers_lose_nothing(tmp_path):
+    db = str(tmp_path / "shared.db")
+    Memory(db, embedder="hash").close()  # the file exists before the processes race to create it
+    ctx = mp.get_context("spawn")
+    errors = ctx.Queue()
+    names = [f"agent-{i}" for i in range(4)]
+    procs = [ctx.Process(target=_writer, args=(db, ns, errors)) for ns in names]
+    procs += [ctx.Process(target=_reader, args=(db, ns, errors)) for ns in names]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+    problems = []
+    while not errors.empty():
+        problems.append(errors.get())
+    assert not problems, problems
+    assert all(p.exitcode == 0 for p in procs)
+
+    sequential = str(tmp_path / "sequential.db")
+    for ns in names:
+        _writer(sequential, ns, errors)
+    assert _snapshot(db) == _snapshot(sequential)
+
+
+def test_a_writer_holds_no_lock_while_its_model_works(tmp_path):
+    """The slow part of a step (segmentation: a model call in LLM mode) runs before the write lock is
+    taken: while it runs, another writer with a tiny busy timeout commits a whole step."""
+    from compassmem.store.sqlite import SQLiteStore
+
+    db = str(tmp_path / "slow.db")
+    slow = Memory(db, embedder="hash")
+    other = Memory(store=SQLiteStore(db, busy_timeout_s=0.2), embedder="hash")
+    inner = slow.constructor.roles.segmenter
+    (_, obs2, when2), = _steps("other", n_steps=1)
+
+    class ModelLikeSegmenter:
+        def segment(self, *args):
+            other.add(obs2, namespace="other", step=1, world_time=when2)  # would fail 'busy' under a held lock
+            return inner.segment(*args)
+
+    slow.constructor.roles.segmenter = ModelLikeSegmenter()
+    (_, obs, when), = _steps("slow", n_steps=1)
+    slow.add(obs, namespace="slow", step=1, world_time=when)
+    assert set(slow.namespaces()) == {"slow", "other"}
+
+
+def test_busy_database_is_one_clear_error_and_writes_nothing(tmp_path):
+    from compassmem.errors import StoreError
+    from compassmem.store.sqlite import SQLiteStore
+
+    db = str(tmp_path / "busy.db")
+    holder = SQLiteStore(db)
+    waiter = Memory(store=SQLiteStore(db, busy_timeout_s=0.1), embedder="hash")
+    (_, obs, when), = _steps("w", n_steps=1)
+    with holder.transaction():
+        with pytest.raises(StoreError, match="is busy: another writer held it"):
+            waiter.add(obs, namespace="w", step=1, world_time=when)
+    assert waiter.namespaces() == []
