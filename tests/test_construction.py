@@ -125,7 +125,7 @@ def test_invalid_llm_output_after_retries_commits_nothing(tmp_path):
     class Garbage:
         model = "garbage"
 
-        def complete(self, messages, schema, *, temperature, max_tokens, name):
+        def complete(self, messages, schema, *, temperature, max_tokens, name, timeout_s=None):
             return Completion("I refuse to answer in JSON", 5, 5, 0.0)
 
     mem = Memory(tmp_path / "g.db", embedder="hash")

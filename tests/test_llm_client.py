@@ -22,7 +22,7 @@ class Scripted:
         self.replies = list(replies)
         self.calls = []
 
-    def complete(self, messages, schema, *, temperature, max_tokens, name):
+    def complete(self, messages, schema, *, temperature, max_tokens, name, timeout_s=None):
         self.calls.append(messages)
         r = self.replies.pop(0)
         if isinstance(r, Exception):

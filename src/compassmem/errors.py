@@ -39,3 +39,7 @@ class LLMUnavailable(LLMError):
 
 class BudgetExceeded(CompassMemError):
     """An operation hit its configured call or token budget."""
+
+
+class DeadlineExceeded(CompassMemError):
+    """An operation (one ask, one construction step) ran past its deadline; nothing partial is kept."""

@@ -142,7 +142,8 @@ class Constructor:
             clipped.append(o)
         observations = clipped
         world_date = parse_date(world_time) or next((parse_date(o.time) for o in observations if o.time), None)
-        scope = self.llm.operation() if self.llm is not None else nullcontext(Usage())
+        scope = (self.llm.operation(deadline_s=self.llm.settings.step_deadline_s, label=f"step {step} of '{namespace}'")
+                 if self.llm is not None else nullcontext(Usage()))
         with scope as usage:
             # Everything slow (embeddings, model calls) happens before the write lock is taken, so other
             # writers and readers of the same database wait milliseconds, not minutes.

@@ -3,6 +3,7 @@ cache, per-call accounting and per-operation budgets. Roles never talk to a prov
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import re
@@ -14,7 +15,7 @@ from typing import Any, Iterator, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..config import LLMSettings
-from ..errors import BudgetExceeded, LLMError
+from ..errors import BudgetExceeded, DeadlineExceeded, LLMError
 from ..models import Usage
 from ..prompts import PromptTemplate
 from .providers import ChatProvider, TransientError
@@ -46,10 +47,22 @@ def extract_json(text: str) -> Any:
 
 
 class _Operation:
-    def __init__(self, max_calls: int | None, max_tokens: int | None) -> None:
+    def __init__(self, max_calls: int | None, max_tokens: int | None, deadline_s: float | None, label: str) -> None:
         self.max_calls = max_calls
         self.max_tokens = max_tokens
+        self.deadline_s = deadline_s
+        self.deadline = time.monotonic() + deadline_s if deadline_s else None
+        self.label = label
         self.usage = Usage()
+
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+
+# The operation a call belongs to. A context variable, not a client attribute: concurrent asks on one
+# client (threads, async tasks) each count their own calls. Explorer threads run in a copy of the
+# asking thread's context, so their calls count for its ask.
+_CURRENT: contextvars.ContextVar[_Operation | None] = contextvars.ContextVar("compassmem_operation", default=None)
 
 
 class LLMClient:
@@ -60,7 +73,6 @@ class LLMClient:
         self.total = Usage()
         self.calls_by_role: dict[str, Usage] = {}
         self._lock = threading.Lock()
-        self._op: _Operation | None = None
         self.sleep = time.sleep  # replaced in tests
 
     @property
@@ -69,19 +81,25 @@ class LLMClient:
 
     # ------------------------------------------------------------------ accounting
     @contextmanager
-    def operation(self, max_calls: int | None = None, max_tokens: int | None = None) -> Iterator[Usage]:
-        """Scope one ask or one construction step: its usage is yielded and its budget enforced."""
-        op = _Operation(max_calls or self.settings.max_calls, max_tokens or self.settings.max_tokens_budget)
-        prev, self._op = self._op, op
+    def operation(self, max_calls: int | None = None, max_tokens: int | None = None, deadline_s: float | None = None,
+                  label: str = "operation") -> Iterator[Usage]:
+        """Scope one ask or one construction step: its usage is yielded, its budget and deadline enforced."""
+        op = _Operation(max_calls or self.settings.max_calls, max_tokens or self.settings.max_tokens_budget,
+                        deadline_s, label)
+        token = _CURRENT.set(op)
         try:
             yield op.usage
         finally:
-            self._op = prev
+            _CURRENT.reset(token)
 
     def _check_budget(self, role: str) -> None:
-        op = self._op
+        op = _CURRENT.get()
         if op is None:
             return
+        left = op.remaining()
+        if left is not None and left <= 0:
+            raise DeadlineExceeded(f"{op.label} ran past its deadline of {op.deadline_s:g} s at role '{role}' "
+                                   "(llm.ask_deadline_s / llm.step_deadline_s); nothing partial was kept")
         if op.max_calls is not None and op.usage.llm_calls >= op.max_calls:
             raise BudgetExceeded(f"LLM call budget of {op.max_calls} per operation reached at role '{role}'")
         tokens = op.usage.prompt_tokens + op.usage.completion_tokens
@@ -92,8 +110,9 @@ class LLMClient:
         with self._lock:
             self.total.add(u)
             self.calls_by_role.setdefault(role, Usage()).add(u)
-            if self._op is not None:
-                self._op.usage.add(u)
+            op = _CURRENT.get()
+            if op is not None:
+                op.usage.add(u)
 
     # ------------------------------------------------------------------ calls
     def _cache_key(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> str:
@@ -119,13 +138,19 @@ class LLMClient:
         convo = list(messages)
         for attempt in range(attempts):
             self._check_budget(role)
+            op = _CURRENT.get()
+            left = op.remaining() if op is not None else None
+            timeout = self.settings.timeout_s if left is None else max(0.1, min(self.settings.timeout_s, left))
             try:
                 comp = self.provider.complete(convo, schema, temperature=self.settings.temperature,
-                                              max_tokens=self.settings.max_tokens, name=role)
+                                              max_tokens=self.settings.max_tokens, name=role, timeout_s=timeout)
             except TransientError as exc:
                 problem = str(exc)
                 self._record(role, Usage(llm_calls=1))
-                self.sleep(min(8.0, 0.5 * 2**attempt))
+                left = op.remaining() if op is not None else None
+                if left is not None and left <= 0:
+                    self._check_budget(role)  # raises DeadlineExceeded
+                self.sleep(min(8.0, 0.5 * 2**attempt, left if left is not None else 8.0))
                 continue
             self._record(role, Usage(llm_calls=1, prompt_tokens=comp.prompt_tokens,
                                      completion_tokens=comp.completion_tokens, latency_s=comp.latency_s))

@@ -29,7 +29,10 @@ class ChatProvider(Protocol):
     model: str
 
     def complete(self, messages: list[dict[str, str]], schema: dict[str, Any] | None, *,
-                 temperature: float, max_tokens: int, name: str) -> Completion: ...
+                 temperature: float, max_tokens: int, name: str, timeout_s: float | None = None) -> Completion:
+        """timeout_s: this request's limit (what is left of the operation's deadline), when the provider
+        can enforce one."""
+        ...
 
 
 class OpenAICompatibleProvider:
@@ -55,7 +58,7 @@ class OpenAICompatibleProvider:
             return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
         return {"type": "json_object", "schema": schema}
 
-    def complete(self, messages, schema, *, temperature, max_tokens, name):
+    def complete(self, messages, schema, *, temperature, max_tokens, name, timeout_s=None):
         body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": temperature,
                                 "max_tokens": max_tokens}
         for attempt in range(2):
@@ -64,7 +67,9 @@ class OpenAICompatibleProvider:
             t0 = time.perf_counter()
             try:
                 resp = self._client.post(f"{self.base_url}/chat/completions", json=body,
-                                         headers={"Authorization": f"Bearer {self.api_key}"})
+                                         headers={"Authorization": f"Bearer {self.api_key}"},
+                                         timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
+                                         if timeout_s else httpx.USE_CLIENT_DEFAULT)
             except httpx.ConnectError as exc:
                 raise LLMUnavailable(name, f"cannot reach {self.base_url} ({exc})") from None
             except (httpx.TimeoutException, httpx.TransportError) as exc:
@@ -109,7 +114,8 @@ class GGUFProvider:
             raise LLMUnavailable("load", f"llama.cpp could not load {path}: {exc}") from None
         self._lock = threading.Lock()
 
-    def complete(self, messages, schema, *, temperature, max_tokens, name):
+    def complete(self, messages, schema, *, temperature, max_tokens, name, timeout_s=None):
+        # an in-process decode cannot be interrupted: the deadline is checked before each call
         kwargs: dict[str, Any] = {"messages": messages, "temperature": temperature, "max_tokens": max_tokens}
         if schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": schema}

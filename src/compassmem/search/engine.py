@@ -63,7 +63,8 @@ class SearchEngine:
     def ask(self, graph: GraphView, question: str) -> Answer:
         s = self.settings
         question = check_question(question, s)
-        scope = self.llm.operation() if self.llm is not None else nullcontext(Usage())
+        scope = (self.llm.operation(deadline_s=self.llm.settings.ask_deadline_s, label="ask")
+                 if self.llm is not None else nullcontext(Usage()))
         with scope as usage:
             answer = self._ask(graph, question)
         answer.usage = usage.model_copy()

@@ -4,6 +4,7 @@ over one Frontier."""
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from dataclasses import dataclass
 from typing import Protocol
@@ -183,8 +184,10 @@ def run_batched(n: int, frontier: Frontier, graph: GraphView, policy: ExplorerPo
 
 def run_explorers(n: int, frontier: Frontier, graph: GraphView, policy: ExplorerPolicy, question: str,
                   subgoals: list[str], max_next: int, use_relations: bool) -> None:
-    threads = [threading.Thread(target=_explore, name=f"explorer-{i}", daemon=True,
-                                args=(i, frontier, graph, policy, question, subgoals, max_next, use_relations))
+    # each explorer runs in a copy of the asking thread's context: its model calls count for this ask
+    threads = [threading.Thread(target=contextvars.copy_context().run, name=f"explorer-{i}", daemon=True,
+                                args=(_explore, i, frontier, graph, policy, question, subgoals, max_next,
+                                      use_relations))
                for i in range(n)]
     for t in threads:
         t.start()

@@ -1,0 +1,109 @@
+"""Deadlines and per-operation accounting, against a real (deliberately slow) HTTP server on loopback."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from compassmem import Memory, Settings
+from compassmem.errors import DeadlineExceeded
+
+PLAN = {"subgoals": ["who", "when"]}
+
+
+def _server(delay_s: float):
+    """An OpenAI-compatible /chat/completions that answers every request after delay_s seconds."""
+    seen: list[float] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            seen.append(time.monotonic())
+            time.sleep(delay_s)
+            body = json.dumps({"choices": [{"message": {"content": json.dumps(PLAN)}}],
+                               "usage": {"prompt_tokens": 5, "completion_tokens": 5}}).encode()
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def log_message(self, *args):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, seen
+
+
+def test_ask_against_a_slow_server_ends_at_its_deadline(tmp_path):
+    srv, seen = _server(delay_s=30)
+    try:
+        base = Memory(tmp_path / "d.db", embedder="hash")
+        base.add(["Ana adopted a puppy named Luna.", "Ben fixes bicycles."], namespace="n", step=1)
+        base.close()
+        settings = Settings.load(**{"llm.ask_deadline_s": 1.5, "llm.timeout_s": 120, "llm.cache": False})
+        mem = Memory(tmp_path / "d.db", llm="openai:slow", base_url=f"http://127.0.0.1:{srv.server_port}/v1",
+                     settings=settings)
+        t0 = time.monotonic()
+        with pytest.raises(DeadlineExceeded, match="ask ran past its deadline of 1.5 s"):
+            mem.ask("When did Ana adopt Luna?", "n")
+        assert time.monotonic() - t0 < 20  # not 120 s per request × 3 attempts
+        assert len(seen) <= 2
+    finally:
+        srv.shutdown()
+
+
+def test_step_against_a_slow_server_ends_at_its_deadline_and_commits_nothing(tmp_path):
+    srv, _ = _server(delay_s=30)
+    try:
+        settings = Settings.load(**{"llm.step_deadline_s": 1.0, "llm.cache": False})
+        mem = Memory(tmp_path / "s.db", llm="openai:slow", embedder="hash",
+                     base_url=f"http://127.0.0.1:{srv.server_port}/v1", settings=settings)
+        with pytest.raises(DeadlineExceeded, match="step 1 of 'n' ran past its deadline"):
+            mem.add(["Ana adopted a puppy.", "Ben fixes bicycles."], namespace="n", step=1)
+        assert mem.store.step_count("n") == 0 and mem.store.observations("n") == []
+    finally:
+        srv.shutdown()
+
+
+def test_concurrent_operations_count_only_their_own_calls():
+    """Eight threads share one client; each operation's usage holds exactly its own calls, however they
+    interleave (the bug: one shared 'current operation' attribute)."""
+    from compassmem.config import LLMSettings
+    from compassmem.llm import Completion, LLMClient
+    from compassmem.prompts import prompt
+    from compassmem.schemas import PlanOut
+
+    class Echo:
+        model = "echo"
+
+        def complete(self, messages, schema, *, temperature, max_tokens, name, timeout_s=None):
+            time.sleep(0.002)
+            return Completion(json.dumps(PLAN), 1, 1, 0.0)
+
+    client = LLMClient(Echo(), LLMSettings(cache=False))
+    counts: dict[int, int] = {}
+    barrier = threading.Barrier(8)
+
+    def work(i: int) -> None:
+        with client.operation() as usage:
+            barrier.wait()
+            for _ in range(i + 1):
+                client.structured(prompt("plan"), PlanOut, question=f"q{i}", min_subgoals=2, max_subgoals=5)
+            counts[i] = usage.llm_calls
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert counts == {i: i + 1 for i in range(8)}
+    assert client.total.llm_calls == sum(range(1, 9))
