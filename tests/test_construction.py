@@ -148,3 +148,34 @@ def test_llm_spans_are_expanded_from_their_ends():
     assert span_ids(obs, "D1:4", "D1:2") == ["D1:2", "D1:3", "D1:4"]  # reversed ends are tolerated
     assert span_ids(obs, "D1:2", "D9:9") == ["D1:2", "D9:9"]  # unknown end: left for validation to reject
     assert span_ids(obs, "2", "3") == ["D1:2", "D1:3"]  # bare turn numbers, as small models write them
+
+
+def test_builds_and_answers_are_identical_across_processes(tmp_path):
+    """Same input and settings, two fresh interpreters with different hash seeds: same topic labels,
+    same events, same answer, same trace (the explorers step in deterministic rounds)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import json, sys\n"
+        "from compassmem import Memory\n"
+        "from compassmem.cli.demo import load_demo\n"
+        "mem = Memory(sys.argv[1], embedder='hash')\n"
+        "for s in load_demo()['sessions']:\n"
+        "    mem.add([{'id': t['id'], 'speaker': t['speaker'], 'text': t['text']} for t in s['turns']],\n"
+        "            namespace='d', step=s['step'], world_time=s['time'])\n"
+        "a = mem.ask('When did Tom finish the Porto marathon?', 'd')\n"
+        "print(json.dumps({'topics': sorted((t.id, t.label) for t in mem.store.topics('d')),\n"
+        "                  'events': sorted((e.id, e.summary, e.topic_id) for e in mem.events('d')),\n"
+        "                  'answer': a.answer, 'trace': [(t.event_id, t.action) for t in a.trace],\n"
+        "                  'ranking': a.ranking}))\n")
+    outs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        run = subprocess.run([sys.executable, "-c", script, str(tmp_path / f"r{seed}.db")], env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-2000:]
+        outs.append(json.loads(run.stdout.strip().splitlines()[-1]))
+    assert outs[0] == outs[1]

@@ -12,7 +12,7 @@ from compassmem import Memory, Settings
 from compassmem.errors import InputError, NamespaceNotFound
 from compassmem.models import TraceStep
 from compassmem.schemas import ExploreOut
-from compassmem.search.explorer import run_explorers
+from compassmem.search.explorer import run_rounds
 from compassmem.search.frontier import Frontier
 from compassmem.search.graph import GraphView, Neighbour
 
@@ -102,7 +102,7 @@ def test_concurrent_explorers_lose_nothing_and_terminate(seed):
     f = Frontier(sims, g.index, max_steps=200)
     with f.cond:
         f.push(["e0", "e1", "e2"])
-    t = threading.Thread(target=run_explorers, args=(5, f, g, RandomPolicy(seed), "q", ["a", "b"], 3, True))
+    t = threading.Thread(target=run_rounds, args=(5, f, g, RandomPolicy(seed), "q", ["a", "b"], 3, True))
     t.start()
     t.join(timeout=30)
     assert not t.is_alive(), "explorers deadlocked"
@@ -126,7 +126,7 @@ def test_explorer_errors_surface_instead_of_hanging():
     with f.cond:
         f.push(["e0", "e1", "e2", "e3"])
     with pytest.raises(RuntimeError, match="exploded"):
-        run_explorers(3, f, g, Boom(), "q", ["a"], 3, True)
+        run_rounds(3, f, g, Boom(), "q", ["a"], 3, True)
 
 
 @pytest.fixture

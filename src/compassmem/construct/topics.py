@@ -43,7 +43,8 @@ class KeywordLabeler:
         for e in events:
             words = {w.lower() for w in _WORD.findall(e.summary)}
             counts.update(w for w in words if w not in _STOP)
-        return ", ".join(w for w, _ in counts.most_common(4)) or "misc"
+        # ties broken by the word itself: a set's order depends on the hash seed, labels must not
+        return ", ".join(w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:4]) or "misc"
 
 
 class LLMLabeler:

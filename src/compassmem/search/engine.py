@@ -13,7 +13,7 @@ from ..embed import CachedEmbedder
 from ..errors import InputError
 from ..llm import LLMClient
 from ..models import Answer, Event, EvidenceItem, Observation, SubgoalState, Usage
-from .explorer import ExplorerPolicy, run_batched, run_explorers
+from .explorer import ExplorerPolicy, run_rounds
 from .frontier import Frontier
 from .graph import GraphView, approx_tokens
 from .localize import Candidate, StartSelector, candidates_for
@@ -94,8 +94,8 @@ class SearchEngine:
         starts = self._starts(question, subgoals, cands, graph, sv)
         with frontier.cond:
             frontier.push(starts)
-        explore = run_batched if s.batch_explorers else run_explorers
-        explore(s.explorers, frontier, graph, policy, question, subgoals, s.max_next, s.use_relations)
+        run_rounds(s.explorers, frontier, graph, policy, question, subgoals, s.max_next, s.use_relations,
+                   s.batch_explorers)
 
         refined: str | None = None
         if s.refinement and not all(frontier.satisfied) and frontier.queue_size() == 0:
@@ -109,7 +109,8 @@ class SearchEngine:
                 frontier.reopen(s.max_steps)
                 with frontier.cond:
                     frontier.push(new_starts)
-                explore(s.explorers, frontier, graph, policy, question, subgoals, s.max_next, s.use_relations)
+                run_rounds(s.explorers, frontier, graph, policy, question, subgoals, s.max_next, s.use_relations,
+                   s.batch_explorers)
 
         kept = list(frontier.kept)
         own = graph.observation_scores(qv, [question])[:, 0]

@@ -1,11 +1,11 @@
 """Explorers: each step looks at one event, its kept-evidence context and its typed neighbours and
-chooses SKIP / EXPAND / ANSWER plus up to 3 neighbours to visit. Several explorers run in threads
-over one Frontier."""
+chooses SKIP / EXPAND / ANSWER plus up to 3 neighbours to visit. Several explorers step in parallel
+rounds over one Frontier."""
 
 from __future__ import annotations
 
 import contextvars
-import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -127,23 +127,6 @@ class LLMPolicy:
                 else ExploreOut(action="EXPAND") for c in ctxs]
 
 
-def _explore(worker: int, frontier: Frontier, graph: GraphView, policy: ExplorerPolicy, question: str,
-             subgoals: list[str], max_next: int, use_relations: bool) -> None:
-    while True:
-        eid = frontier.take()
-        if eid is None:
-            return
-        try:
-            ctx = _context(frontier, graph, eid, question, subgoals, max_next, use_relations)
-            out = policy.decide(ctx)
-            _apply(frontier, worker, ctx, out, max_next)
-            if out.action == "ANSWER":
-                return  # ANSWER ends this explorer's path; the others drain the queue
-        except BaseException as exc:  # surfaced to the caller after join
-            frontier.fail(exc)
-            return
-
-
 def _context(frontier: Frontier, graph: GraphView, eid: str, question: str, subgoals: list[str], max_next: int,
              use_relations: bool) -> StepContext:
     kept_ids, satisfied, seen = frontier.snapshot()
@@ -162,36 +145,29 @@ def _apply(frontier: Frontier, worker: int, ctx: StepContext, out: ExploreOut, m
     frontier.finish(ctx.event.id, step, keep=out.action != "SKIP", newly_satisfied=newly, next_ids=nxt)
 
 
-def run_batched(n: int, frontier: Frontier, graph: GraphView, policy: ExplorerPolicy, question: str,
-                subgoals: list[str], max_next: int, use_relations: bool) -> None:
-    """Synchronous rounds: the n explorers' current nodes are decided together, one call per round.
-    Same frontier, same guarantees; an explorer that said ANSWER sits out the following rounds."""
+def run_rounds(n: int, frontier: Frontier, graph: GraphView, policy: ExplorerPolicy, question: str,
+               subgoals: list[str], max_next: int, use_relations: bool, batched: bool = False) -> None:
+    """The explorers step in synchronous rounds over one frontier: each round the n active explorers claim
+    the n best nodes, decide in parallel (threads, or one call for all when `batched`), and the decisions
+    are applied in explorer order. Every decision of a round sees the same state, so a search is
+    reproducible (same prompts, so LLM-cache hits on a re-ask) whatever the threads' timing. An explorer
+    that said ANSWER sits out the following rounds."""
     active = list(range(n))
-    while active:
-        claimed = frontier.take_many(len(active))
-        if not claimed:
-            return
-        ctxs = [_context(frontier, graph, eid, question, subgoals, max_next, use_relations) for eid in claimed]
-        try:
-            outs = policy.decide_batch(ctxs)
-        except BaseException as exc:
-            frontier.fail(exc, claimed=len(claimed))
-            raise
-        for worker, ctx, out in zip(active, ctxs, outs):
-            _apply(frontier, worker, ctx, out, max_next)
-        active = [w for w, out in zip(active, outs) if out.action != "ANSWER"] + active[len(outs):]
-
-
-def run_explorers(n: int, frontier: Frontier, graph: GraphView, policy: ExplorerPolicy, question: str,
-                  subgoals: list[str], max_next: int, use_relations: bool) -> None:
-    # each explorer runs in a copy of the asking thread's context: its model calls count for this ask
-    threads = [threading.Thread(target=contextvars.copy_context().run, name=f"explorer-{i}", daemon=True,
-                                args=(_explore, i, frontier, graph, policy, question, subgoals, max_next,
-                                      use_relations))
-               for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if frontier.error is not None:
-        raise frontier.error
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="explorer") as pool:
+        while active:
+            claimed = frontier.take_many(len(active))
+            if not claimed:
+                return
+            ctxs = [_context(frontier, graph, eid, question, subgoals, max_next, use_relations) for eid in claimed]
+            try:
+                if batched or len(ctxs) == 1:
+                    outs = policy.decide_batch(ctxs) if batched else [policy.decide(ctxs[0])]
+                else:  # each explorer's call runs in a copy of this context: it counts for this ask
+                    futures = [pool.submit(contextvars.copy_context().run, policy.decide, c) for c in ctxs]
+                    outs = [f.result() for f in futures]
+            except BaseException as exc:
+                frontier.fail(exc, claimed=len(claimed))
+                raise
+            for worker, ctx, out in zip(active, ctxs, outs):
+                _apply(frontier, worker, ctx, out, max_next)
+            active = [w for w, out in zip(active, outs) if out.action != "ANSWER"] + active[len(outs):]
