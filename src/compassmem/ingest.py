@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import validate
 from .errors import InputError
 from .models import Observation
 from .timeutil import iso, parse_date
@@ -65,6 +66,8 @@ def load_locomo(path: Path, samples: list[str] | None = None, sessions: tuple[in
         data = json.loads(_read_text(path))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise InputError(f"{path} is nested too deeply to be LoCoMo JSON") from None
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list) or not all(isinstance(x, dict) and "conversation" in x for x in data):
@@ -80,16 +83,22 @@ def load_locomo(path: Path, samples: list[str] | None = None, sessions: tuple[in
         if samples and ns not in samples:
             continue
         conv = item["conversation"]
+        if not isinstance(conv, dict):
+            raise InputError(f"{ns}: 'conversation' must be an object of sessions")
         numbers = sorted(int(m.group(1)) for k in conv if (m := re.fullmatch(r"session_(\d+)", k)))
         for n in numbers:
             if sessions and not (sessions[0] <= n <= sessions[1]):
                 continue
-            when = conv.get(f"session_{n}_date_time")
+            when = validate.optional_text(conv.get(f"session_{n}_date_time"), f"{ns} session {n} date_time")
+            if not isinstance(conv[f"session_{n}"], list):
+                raise InputError(f"{ns} session {n} must be a list of turns")
             day = iso(parse_date(when))
             obs = []
             for seq, turn in enumerate(conv[f"session_{n}"]):
-                if "dia_id" not in turn or "text" not in turn:
+                if not isinstance(turn, dict) or "dia_id" not in turn or "text" not in turn:
                     raise InputError(f"{ns} session {n} turn {seq} lacks 'dia_id' or 'text'")
+                validate.text_of(turn["text"], f"{ns} session {n} turn {seq}: text")
+                validate.optional_text(turn.get("speaker"), f"{ns} session {n} turn {seq}: speaker")
                 meta = {"image": str(turn["blip_caption"])} if turn.get("blip_caption") else {}
                 obs.append(Observation(id=str(turn["dia_id"]), namespace=ns, step=n, seq=seq,
                                        speaker=turn.get("speaker"), text=str(turn["text"]), time=when, date=day,
@@ -121,7 +130,9 @@ def load_narrativeqa(path: Path, sentences_per_step: int = 8, limit_docs: int | 
         try:
             row: dict[str, Any] = json.loads(line)
             passage, question, answers = row["passage"], row["question"], row["answer"]
-        except (json.JSONDecodeError, KeyError, TypeError):
+            if not isinstance(passage, str) or not isinstance(question, str):
+                raise TypeError
+        except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
             raise InputError(f"{path}:{lineno} is not a NarrativeQA row {{question, answer, passage}}") from None
         ns = "nqa-" + hashlib.sha1(passage.encode()).hexdigest()[:10]
         if ns not in docs:
@@ -142,20 +153,28 @@ def load_narrativeqa(path: Path, sentences_per_step: int = 8, limit_docs: int | 
 
 
 def load_jsonl(path: Path) -> Dataset:
+    """One observation per line: {"namespace", "step", "id", "text", "speaker"?, "time"?, "meta"?}
+    (docs/formats.md). Every field is checked here, with the line number in the message."""
     grouped: dict[tuple[str, int], list[Observation]] = {}
     for lineno, line in enumerate(_read_text(path).splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-            ns, step, oid, text = str(row["namespace"]), int(row["step"]), str(row["id"]), str(row["text"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-            raise InputError(f"{path}:{lineno}: expected JSON with namespace, step (int), id, text") from None
-        bucket = grouped.setdefault((ns, step), [])
-        if any(o.id == oid for o in bucket):
-            raise InputError(f"{path}:{lineno}: duplicate id '{oid}' in {ns}/step {step}")
-        bucket.append(Observation(id=oid, namespace=ns, step=step, seq=len(bucket), speaker=row.get("speaker"),
-                                  text=text, time=row.get("time"), date=iso(parse_date(row.get("time")))))
+        except (json.JSONDecodeError, RecursionError):
+            raise InputError(f"{path}:{lineno}: not a JSON object (or nested too deeply)") from None
+        if not isinstance(row, dict) or not all(k in row for k in ("namespace", "step", "id", "text")):
+            raise InputError(f"{path}:{lineno}: expected JSON with namespace, step (int), id, text")
+        try:
+            ns = validate.namespace_name(row["namespace"])
+            step = validate.step_number(row["step"])
+            bucket = grouped.setdefault((ns, step), [])
+            o = validate.observation(row, ns, step, len(bucket), None)
+        except InputError as exc:
+            raise InputError(f"{path}:{lineno}: {exc}") from None
+        if any(x.id == o.id for x in bucket):
+            raise InputError(f"{path}:{lineno}: duplicate id '{o.id}' in {ns}/step {step}")
+        bucket.append(o)
     steps = [StepInput(ns, step, obs, obs[0].time) for (ns, step), obs in sorted(grouped.items())]
     return Dataset(steps, [])
 

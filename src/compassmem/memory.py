@@ -9,7 +9,8 @@ from typing import Any, Callable, Iterable
 from .config import Settings
 from .construct import Constructor
 from .embed import make_embedder
-from .errors import ConfigError, InputError
+from . import validate
+from .errors import ConfigError, InputError, NamespaceNotFound
 from .ingest import Dataset, StepInput
 from .llm import make_llm
 from .models import Answer, Event, Observation, StepRecord
@@ -52,27 +53,24 @@ class Memory:
         self.close()
 
     # ------------------------------------------------------------------ writing
-    def add(self, observations: Iterable[Observation | dict[str, Any] | str], namespace: str = "default",
-            step: int | None = None, world_time: str | None = None) -> StepRecord:
-        """Add one step of observations (a session, a chunk). Plain strings become numbered turns."""
+    def add(self, observations: Iterable[Observation | dict[str, Any] | str] | str | dict[str, Any],
+            namespace: str = "default", step: int | None = None, world_time: str | None = None) -> StepRecord:
+        """Add one step of observations (a session, a chunk). A string is one turn; dicts may be
+        {'text', 'speaker', 'id', 'time', 'meta'} or mem0-style {'role', 'content'} messages."""
+        namespace = validate.namespace_name(namespace)
+        world_time = validate.world_time(world_time)
         if step is None:
             done = self.store.steps(namespace) if self.store.has_namespace(namespace) else []
-            step = (max((r.step for r in done), default=0)) + 1
-        obs: list[Observation] = []
-        for seq, item in enumerate(observations):
-            if isinstance(item, Observation):
-                obs.append(item)
-            elif isinstance(item, str):
-                obs.append(Observation(id=f"S{step}:{seq + 1}", namespace=namespace, step=step, seq=seq, text=item,
-                                       time=world_time))
-            elif isinstance(item, dict):
-                if "text" not in item:
-                    raise InputError(f"observation {seq} has no 'text'")
-                obs.append(Observation(id=str(item.get("id", f"S{step}:{seq + 1}")), namespace=namespace, step=step,
-                                       seq=seq, speaker=item.get("speaker"), text=str(item["text"]),
-                                       time=item.get("time", world_time), meta=item.get("meta", {})))
-            else:
-                raise InputError(f"observation {seq} is a {type(item).__name__}; expected str, dict or Observation")
+            step = max((r.step for r in done), default=0) + 1
+        step = validate.step_number(step)
+        if isinstance(observations, (str, dict, Observation)):
+            observations = [observations]
+        try:
+            items = list(observations)
+        except TypeError:
+            raise InputError(f"observations must be a list (or one string / dict), got "
+                             f"{type(observations).__name__}") from None
+        obs = [validate.observation(item, namespace, step, seq, world_time) for seq, item in enumerate(items)]
         record = self.constructor.add_step(namespace, step, obs, world_time)
         self._graphs.pop(namespace, None)
         return record
@@ -88,6 +86,9 @@ class Memory:
         return records
 
     def forget(self, namespace: str) -> None:
+        namespace = validate.namespace_name(namespace)
+        if not self.store.has_namespace(namespace):
+            raise NamespaceNotFound(f"unknown namespace '{namespace}': nothing to forget")
         self.store.delete_namespace(namespace)
         self._graphs.pop(namespace, None)
 
@@ -103,7 +104,8 @@ class Memory:
         return cached[1]
 
     def ask(self, question: str, namespace: str = "default") -> Answer:
-        return self.engine.ask(self.graph(namespace), question)
+        question = validate.question(question, self.settings.search.max_question_chars)
+        return self.engine.ask(self.graph(validate.namespace_name(namespace)), question)
 
     def events(self, namespace: str = "default") -> list[Event]:
         return self.store.events(namespace)

@@ -87,6 +87,15 @@ def _shift_months(d: date, months: int) -> date:
 
 
 def resolve(expression: str, anchor: date) -> ResolvedTime | None:
+    """A relative expression made absolute against the anchor; None when it cannot be, or when the
+    result falls outside the calendar ('5000 years ago', 'yesterday' on 1 January of year 1)."""
+    try:
+        return _resolve(expression, anchor)
+    except (OverflowError, ValueError):
+        return None
+
+
+def _resolve(expression: str, anchor: date) -> ResolvedTime | None:
     e = expression.lower().strip()
     one = timedelta(days=1)
     if e in ("today", "tonight", "this morning", "this afternoon", "this evening"):

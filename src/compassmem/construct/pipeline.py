@@ -142,6 +142,9 @@ class Constructor:
             clipped.append(o)
         observations = clipped
         world_date = parse_date(world_time) or next((parse_date(o.time) for o in observations if o.time), None)
+        if world_time and parse_date(world_time) is None:
+            skipped.append(f"world_time '{world_time[:60]}' is not a date"
+                           + ("; events are dated from their turns' times" if world_date else "; events have no date"))
         scope = (self.llm.operation(deadline_s=self.llm.settings.step_deadline_s, label=f"step {step} of '{namespace}'")
                  if self.llm is not None else nullcontext(Usage()))
         with scope as usage:
