@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..config import Settings
-from ..construct.segment import DraftEvent, extractive_summary, participants_of
+from ..construct.segment import DraftEvent, extractive_summary, observation_text, participants_of
 from ..embed import CachedEmbedder, dots
 from ..memory import Memory
 from ..models import Observation, Usage
@@ -167,7 +167,8 @@ class BM25Turns(_Answering):
         t0 = time.perf_counter()
         obs = self.observations(namespace)
         if namespace not in self._index:
-            self._index[namespace] = BM25Okapi([content_words(o.text) or ["_"] for o in obs])
+            # the same text CompassMem indexes (turn + image caption), so the comparison is like for like
+            self._index[namespace] = BM25Okapi([content_words(observation_text(o)) or ["_"] for o in obs])
         scores = self._index[namespace].get_scores(content_words(question))
         top = np.argsort(-scores, kind="stable")[:RANKING_DEPTH]
         return self.respond(question, [obs[i] for i in top], t0, hand=self.k)

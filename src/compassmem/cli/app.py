@@ -8,45 +8,29 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-from ..errors import CompassMemError, ConfigError
+from ..errors import CompassMemError
+from .common import (BaseUrlOpt, ConfigOpt, DbOpt, EMB_HELP, KeyOpt, LlmOpt, console, err_console, open_memory,
+                     parse_range)
 
 app = typer.Typer(help="CompassMem: event-centric memory for LLM agents. Build an Event Graph from "
                        "conversations or documents, then ask it questions.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-console = Console()
-err_console = Console(stderr=True)
-
-LLM_HELP = "LLM spec: none (offline engine) | openai:MODEL (any OpenAI-compatible base URL) | gguf:PATH"
-EMB_HELP = "Embedder: minilm (default, local ONNX) | hash (lexical, no model) | http:MODEL"
-
-DbOpt = typer.Option(..., "--db", help="SQLite database file (created if missing).")
-LlmOpt = typer.Option("none", "--llm", help=LLM_HELP, envvar="COMPASSMEM_LLM")
-BaseUrlOpt = typer.Option(None, "--base-url", help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL).")
-KeyOpt = typer.Option(None, "--api-key", help="API key (default: $OPENAI_API_KEY).")
-ConfigOpt = typer.Option(None, "--config", help="TOML file overriding method settings (see docs/config.md).")
 
 
-def open_memory(db: str, llm: str = "none", embedder: str | None = None, config: Path | None = None,
-                base_url: str | None = None, api_key: str | None = None, must_exist: bool = False):
-    from ..config import Settings
-    from ..memory import Memory
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
 
-    if must_exist and db != ":memory:" and not Path(db).is_file():
-        raise ConfigError(f"database not found: {db} (build one with `compassmem ingest`)")
-    return Memory(db, llm=llm, embedder=embedder, settings=Settings.load(config), base_url=base_url, api_key=api_key)
+        print(f"compassmem {__version__}")
+        raise typer.Exit()
 
 
-def parse_range(text: str | None) -> tuple[int, int] | None:
-    if not text:
-        return None
-    lo, sep, hi = text.partition("-")
-    try:
-        return (int(lo), int(hi) if sep else int(lo))
-    except ValueError:
-        raise ConfigError(f"bad range '{text}'; expected N or N-M, e.g. 1-10") from None
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """CompassMem: event-centric memory for LLM agents."""
 
 
 @app.command()

@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .common import parse_range
+
 bench_app = typer.Typer(help="Benchmarks with the paper's metrics: LoCoMo, NarrativeQA, scale.", no_args_is_help=True)
 console = Console()
 err = Console(stderr=True)
@@ -31,7 +33,6 @@ def _run(dataset: str, data: Path, out: Path, samples: str | None, sessions: str
     from ..bench.report import write_reports
     from ..bench.runner import BenchConfig, run_benchmark
     from ..config import Settings
-    from .app import parse_range
 
     overrides = {"search.top_k": top_k} if top_k else {}
     cfg = BenchConfig(dataset=dataset, data=data, out=out, methods=_split(methods) or list(ALL_METHODS),

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.rule import Rule
 
 from ..models import Observation
-from .app import open_memory
+from .common import open_memory
 from .render import render_answer
 
 

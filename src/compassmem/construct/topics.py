@@ -7,8 +7,6 @@ from collections import Counter
 from typing import Protocol
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
-from sklearn.cluster import KMeans, MiniBatchKMeans
 
 from ..config import ConstructionSettings
 from ..embed import dots, l2_normalise
@@ -106,6 +104,9 @@ def _central_members(mat: np.ndarray, rows: np.ndarray, centre: np.ndarray, n: i
 def recluster(store: Store, namespace: str, settings: ConstructionSettings, labeler: TopicLabeler,
               max_llm_labels: int = 4, label_members: int = 12) -> int:
     """Re-cluster every event with k-means; clusters inherit the old topic id they overlap most."""
+    from scipy.optimize import linear_sum_assignment  # heavy: imported only by the step that re-clusters
+    from sklearn.cluster import KMeans, MiniBatchKMeans
+
     ids, mat = store.event_matrix(namespace)
     if len(ids) < 2:
         return len(store.topics(namespace))

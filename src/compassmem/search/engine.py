@@ -115,7 +115,7 @@ class SearchEngine:
         kept = list(frontier.kept)
         own = graph.observation_scores(qv, [question])[:, 0]
         ranking, _ = rank_observations(graph, own, question, kept, RankWeights(
-            s.participant_weight, s.event_weight, s.relation_weight, s.kept_weight))
+            s.participant_weight, s.event_weight, s.relation_weight if s.use_relations else 0.0, s.kept_weight))
         ranked = [graph.observations[o] for o in ranking]
         handed = sorted(ranked[: len(evidence_lines(ranked, min(s.evidence_tokens, s.max_context_tokens)))],
                         key=lambda o: (o.step, o.seq))

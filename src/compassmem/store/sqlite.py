@@ -45,6 +45,8 @@ CREATE TABLE IF NOT EXISTS relations (
   PRIMARY KEY (namespace, id),
   FOREIGN KEY (namespace, source) REFERENCES events(namespace, id) ON DELETE CASCADE,
   FOREIGN KEY (namespace, target) REFERENCES events(namespace, id) ON DELETE CASCADE);
+CREATE INDEX IF NOT EXISTS rel_source ON relations(namespace, source);
+CREATE INDEX IF NOT EXISTS rel_target ON relations(namespace, target);
 CREATE TABLE IF NOT EXISTS topics (
   namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
   id TEXT NOT NULL, label TEXT NOT NULL, size INTEGER NOT NULL, centroid BLOB NOT NULL,

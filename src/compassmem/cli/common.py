@@ -1,0 +1,44 @@
+"""Helpers every CLI command shares: consoles, option definitions, opening a memory, parsing ranges.
+
+Command modules import from here, never from each other, so app.py can import them all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from ..errors import ConfigError
+
+console = Console()
+err_console = Console(stderr=True)
+
+LLM_HELP = "LLM spec: none (offline engine) | openai:MODEL (any OpenAI-compatible base URL) | gguf:PATH"
+EMB_HELP = "Embedder: minilm (default, local ONNX) | hash (lexical, no model) | http:MODEL"
+
+DbOpt = typer.Option(..., "--db", help="SQLite database file (created if missing).")
+LlmOpt = typer.Option("none", "--llm", help=LLM_HELP, envvar="COMPASSMEM_LLM")
+BaseUrlOpt = typer.Option(None, "--base-url", help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL).")
+KeyOpt = typer.Option(None, "--api-key", help="API key (default: $OPENAI_API_KEY).")
+ConfigOpt = typer.Option(None, "--config", help="TOML file overriding method settings (see docs/config.md).")
+
+
+def open_memory(db: str, llm: str = "none", embedder: str | None = None, config: Path | None = None,
+                base_url: str | None = None, api_key: str | None = None, must_exist: bool = False):
+    from ..config import Settings
+    from ..memory import Memory
+
+    if must_exist and db != ":memory:" and not Path(db).is_file():
+        raise ConfigError(f"database not found: {db} (build one with `compassmem ingest`)")
+    return Memory(db, llm=llm, embedder=embedder, settings=Settings.load(config), base_url=base_url, api_key=api_key)
+
+
+def parse_range(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    lo, sep, hi = text.partition("-")
+    try:
+        return (int(lo), int(hi) if sep else int(lo))
+    except ValueError:
+        raise ConfigError(f"bad range '{text}'; expected N or N-M, e.g. 1-10") from None
