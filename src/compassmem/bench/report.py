@@ -142,9 +142,9 @@ def markdown(summary: dict[str, Any], title: str, command: str) -> str:
             cells = [f"{_fmt(d.get(RECALLS[1]))} / {_fmt(d.get(RECALLS[2]))}" if (d := m[n]["categories"].get(c)) else "–"
                      for c in cats]
             out.append(f"| {n} | " + " | ".join(cells) + " |")
-    diffs = [n for n in names if "vs_compassmem" in m[n]]
+    key = RECALLS[1]
+    diffs = [n for n in names if m[n].get("vs_compassmem", {}).get(key, {}).get("all")]
     if diffs:
-        key = RECALLS[1]
         labels = ["all", *cats]
         out += ["", f"CompassMem minus each method, {key}, points [paired bootstrap 95 % CI]:", "",
                 "| method | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]

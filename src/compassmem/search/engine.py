@@ -21,6 +21,7 @@ from .planner import Planner
 from .rank import RankWeights, rank_observations
 from .responder import Responder, evidence_lines
 
+RANK_DEPTH = 1000  # observations ranked per ask: far more than the largest evidence budget needs
 PolicyFactory = Callable[[GraphView, np.ndarray], ExplorerPolicy]  # (graph, events × [q, subgoals] sims)
 
 
@@ -115,7 +116,8 @@ class SearchEngine:
         kept = list(frontier.kept)
         own = graph.observation_scores(qv, [question])[:, 0]
         ranking, _ = rank_observations(graph, own, question, kept, RankWeights(
-            s.participant_weight, s.event_weight, s.relation_weight if s.use_relations else 0.0, s.kept_weight))
+            s.participant_weight, s.event_weight, s.relation_weight if s.use_relations else 0.0, s.kept_weight),
+            limit=max(RANK_DEPTH, max(s.ranking_tokens, s.evidence_tokens) // 4))
         ranked = [graph.observations[o] for o in ranking]
         handed = sorted(ranked[: len(evidence_lines(ranked, min(s.evidence_tokens, s.max_context_tokens)))],
                         key=lambda o: (o.step, o.seq))

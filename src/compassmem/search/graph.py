@@ -88,6 +88,7 @@ class GraphView:
         self._index = {eid: i for i, eid in enumerate(self.ids)}
         self._obs_order: list[str] = []
         self._owner: dict[str, str] = {}
+        self._score_memo: dict[str, np.ndarray] = {}
 
     def index(self, event_id: str) -> int:
         return self._index[event_id]
@@ -95,17 +96,28 @@ class GraphView:
     def observation_scores(self, queries: np.ndarray, texts: list[str] | None = None) -> np.ndarray:
         """observations (rows of obs_matrix, in `obs_order`) × queries: embedding similarity plus BM25
         scaled to [0, 1] per query and weighted by lexical_weight, so rare exact words (names, objects)
-        count as they do for BM25 while paraphrases still meet through the embedding."""
+        count as they do for BM25 while paraphrases still meet through the embedding. A column given
+        with its text is remembered by that text: one ask scores its question once, not per stage."""
         q = np.atleast_2d(queries)
         if self.obs_matrix is None:
             return np.zeros((0, q.shape[0]))
-        scores = dots(self.obs_matrix, q)
-        if texts is not None and self.lexical_weight > 0:
-            for j, text in enumerate(texts):
-                lex = self._bm25_scores(text)
+        if texts is None:
+            return dots(self.obs_matrix, q)
+        cols = []
+        for j, text in enumerate(texts):
+            with _BM25_LOCK:
+                memo = self._score_memo.get(text)
+            if memo is None:
+                memo = dots(self.obs_matrix, q[j : j + 1])[:, 0]
+                lex = self._bm25_scores(text) if self.lexical_weight > 0 else None
                 if lex is not None and lex.max() > 0:
-                    scores[:, j] += self.lexical_weight * lex / lex.max()
-        return scores
+                    memo = memo + self.lexical_weight * lex / lex.max()
+                with _BM25_LOCK:
+                    if len(self._score_memo) >= 8:
+                        self._score_memo.pop(next(iter(self._score_memo)))
+                    self._score_memo[text] = memo
+            cols.append(memo)
+        return np.stack(cols, axis=1)
 
     def similarity(self, queries: np.ndarray, texts: list[str] | None = None) -> np.ndarray:
         """events × queries: the better of an event's own embedding and its best source observation (see
@@ -113,9 +125,7 @@ class GraphView:
         q = np.atleast_2d(queries)
         sims = dots(self.matrix, q)
         if self.obs_matrix is not None:
-            best = np.full_like(sims, -1.0)
-            np.maximum.at(best, self.obs_event, self.observation_scores(q, texts))
-            sims = np.maximum(sims, best)
+            sims = np.maximum(sims, self.event_max(self.observation_scores(q, texts), fill=-1.0))
         return sims
 
     def _bm25_scores(self, text: str) -> np.ndarray | None:
@@ -157,7 +167,25 @@ class GraphView:
 
     def speaker_mask(self, names: set[str]) -> np.ndarray:
         """1.0 for the observations (in obs_order) spoken by one of `names`."""
-        return np.array([1.0 if self.observations[o].speaker in names else 0.0 for o in self._obs_order])
+        if not hasattr(self, "_speaker_codes"):
+            code = {name: i for i, name in enumerate(self.speakers())}
+            self._speaker_codes = np.array([code.get(self.observations[o].speaker, -1) for o in self._obs_order],
+                                           dtype=np.int64)
+        wanted = [i for i, name in enumerate(self.speakers()) if name in names]
+        return np.isin(self._speaker_codes, wanted).astype(float)
+
+    def event_max(self, values: np.ndarray, fill: float = 0.0) -> np.ndarray:
+        """Per event (rows of `ids`), the max of per-observation `values` (rows in obs_order; 1-D or 2-D);
+        `fill` for an event without observations. One sorted reduce, not a scattered ufunc.at."""
+        if not hasattr(self, "_groups"):
+            order = np.argsort(self.obs_event, kind="stable")
+            owners, starts = np.unique(self.obs_event[order], return_index=True)
+            self._groups = (order, owners, starts)
+        order, owners, starts = self._groups
+        out = np.full((len(self.ids),) + values.shape[1:], fill, dtype=float)
+        if len(order):
+            out[owners] = np.maximum.reduceat(values[order], starts, axis=0)
+        return out
 
     def neighbour_mean(self, values: np.ndarray) -> np.ndarray:
         """Per event, the mean of `values` over its typed neighbours (0 for an isolated event)."""

@@ -47,22 +47,24 @@ def named_participants(graph: GraphView, question: str) -> set[str]:
 
 
 def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: list[str],
-                      weights: RankWeights) -> tuple[list[str], np.ndarray]:
-    """(observation ids best first, their scores). `own` is observation_scores' column for the question
-    (rows in graph.obs_order)."""
+                      weights: RankWeights, limit: int | None = None) -> tuple[list[str], np.ndarray]:
+    """(observation ids best first, their scores), the best `limit` of them (all by default). `own` is
+    observation_scores' column for the question (rows in graph.obs_order)."""
     if graph.obs_event is None or not len(own):
         return [], np.zeros(0)
     own = own.astype(float).copy()
     names = named_participants(graph, question) if weights.participant else set()
     if names:
         own += weights.participant * graph.speaker_mask(names)
-    event = np.full(len(graph.ids), -np.inf)
-    np.maximum.at(event, graph.obs_event, own)
-    event[np.isinf(event)] = 0.0
+    event = graph.event_max(own)
     if weights.relation:
         event = event + weights.relation * graph.neighbour_mean(np.maximum(event, 0.0))
     if weights.kept and kept:
         event[[graph.index(e) for e in kept]] += weights.kept
     score = own + weights.event * event[graph.obs_event]
-    order = np.argsort(-score, kind="stable")
+    if limit is not None and limit < len(score):
+        top = np.argpartition(-score, limit - 1)[:limit]
+        order = top[np.lexsort((top, -score[top]))]  # best first; ties in stream order, as a stable sort
+    else:
+        order = np.argsort(-score, kind="stable")
     return [graph.obs_order[i] for i in order], score[order]
