@@ -8,6 +8,7 @@ from compassmem import Memory, Settings
 from compassmem.models import Observation
 from compassmem.search.extract import ExtractiveResponder, candidates
 from compassmem.search.rank import RankWeights, named_participants, rank_observations
+from compassmem.store import SQLiteStore
 
 TURNS = [
     {"id": "D1:1", "speaker": "Ana", "text": "I adopted a puppy yesterday, her name is Luna."},
@@ -67,7 +68,7 @@ def _obs(i, speaker, text, step=1):
 def test_extractive_answer_is_never_a_question_and_prefers_the_reply():
     from compassmem.embed import make_embedder
 
-    r = ExtractiveResponder(make_embedder("hash"))
+    r = ExtractiveResponder(make_embedder("hash"), SQLiteStore(":memory:"))
     obs = [_obs(1, "Sam", "Who will feed Priya's cat while she is away?"),
            _obs(2, "Lee", "Sam will feed Priya's cat, he promised.")]
     answer = r.respond("Who will feed Priya's cat?", [], obs, 1000)
@@ -78,7 +79,7 @@ def test_extractive_answer_is_never_a_question_and_prefers_the_reply():
 def test_extractive_when_answer_is_the_resolved_date_of_the_stating_turn():
     from compassmem.embed import make_embedder
 
-    r = ExtractiveResponder(make_embedder("hash"))
+    r = ExtractiveResponder(make_embedder("hash"), SQLiteStore(":memory:"))
     obs = [_obs(1, "Ana", "I love my puppy Luna so much."),
            _obs(2, "Ana", "Wow, thanks! I adopted Luna yesterday.")]
     assert r.respond("When did Ana adopt Luna?", [], obs, 1000) == "7 May 2023"
@@ -87,7 +88,7 @@ def test_extractive_when_answer_is_the_resolved_date_of_the_stating_turn():
 def test_extractive_strips_fillers_and_handles_question_only_evidence():
     from compassmem.embed import make_embedder
 
-    r = ExtractiveResponder(make_embedder("hash"))
+    r = ExtractiveResponder(make_embedder("hash"), SQLiteStore(":memory:"))
     assert r.respond("What breed?", [], [_obs(1, "Ana", "Wow, Ben! A border collie, very smart.")], 1000) \
         == "A border collie, very smart."
     assert r.respond("What breed?", [], [_obs(1, "Ben", "What breed is she?")], 1000) \

@@ -59,6 +59,16 @@ def test_observation_roundtrip_and_order(store):
     assert [o.id for o in store.get_observations("a", ["D2:1", "D1:0", "missing"])] == ["D1:0", "D2:1"]
 
 
+def test_observation_vectors_by_id(store):
+    store.ensure_namespace("a")
+    vecs = np.stack([_vec(i) for i in range(3)])
+    store.add_observations(_obs(), vecs)
+    got = store.observation_vectors("a", ["D1:2", "missing", "D1:0"])
+    unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    assert np.allclose(got[0], unit[2], atol=1e-6) and np.allclose(got[2], unit[0], atol=1e-6)
+    assert not got[1].any()
+
+
 def test_event_vector_search_matches_bruteforce(store):
     store.ensure_namespace("a")
     store.add_observations(_obs())

@@ -38,7 +38,7 @@ class Memory:
         self.constructor = Constructor(self.store, self.embedder,
                                        construction_roles(self.llm, self.embedder, self.settings),
                                        self.settings.construction, self.llm)
-        self.engine = SearchEngine(self.embedder, search_roles(self.llm, self.embedder, self.settings),
+        self.engine = SearchEngine(self.embedder, search_roles(self.llm, self.embedder, self.settings, self.store),
                                    self.settings.search, self.llm)
         self._graphs: dict[str, tuple[int, GraphView]] = {}
 

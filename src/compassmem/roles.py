@@ -19,6 +19,7 @@ from .search.localize import LLMStartSelector, OfflineStartSelector
 from .search.planner import LLMPlanner, OfflinePlanner
 from .search.extract import ExtractiveResponder
 from .search.responder import LLMResponder
+from .store import Store
 
 
 def construction_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings: Settings) -> ConstructionRoles:
@@ -28,10 +29,10 @@ def construction_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings
     return ConstructionRoles(LLMSegmenter(llm), LLMRelationExtractor(llm), LLMFusionJudge(llm), LLMLabeler(llm))
 
 
-def search_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings: Settings) -> SearchRoles:
+def search_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings: Settings, store: Store) -> SearchRoles:
     if llm is None:
         return SearchRoles(OfflinePlanner(), OfflineStartSelector(),
-                           lambda graph, sims: OfflinePolicy(graph, sims), ExtractiveResponder(embedder))
+                           lambda graph, sims: OfflinePolicy(graph, sims), ExtractiveResponder(embedder, store))
     show = settings.search.use_relations
     return SearchRoles(LLMPlanner(llm), LLMStartSelector(llm), lambda graph, sims: LLMPolicy(llm, graph, show),
                        LLMResponder(llm))

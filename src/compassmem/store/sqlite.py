@@ -312,6 +312,19 @@ class SQLiteStore:
         with self._lock:
             return self._vectors(namespace, table, col).snapshot()
 
+    def observation_vectors(self, namespace: str, ids: list[str]) -> np.ndarray:
+        """Normalised rows for the given observation ids (zeros for an id without a vector), copying only
+        those rows, never the namespace's whole matrix."""
+        with self._lock:
+            vectors = self._vectors(namespace, "observations", "embedding")
+            known, mat = vectors.view()
+            out = np.zeros((len(ids), mat.shape[1] if mat.ndim == 2 else 0), np.float32)
+            for i, oid in enumerate(ids):
+                row = vectors.pos.get(oid)
+                if row is not None:
+                    out[i] = mat[row]
+            return out
+
     def _search(self, namespace: str, table: str, col: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         with self._lock:
             ids, mat = self._vectors(namespace, table, col).view()
