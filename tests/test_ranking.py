@@ -93,3 +93,50 @@ def test_extractive_strips_fillers_and_handles_question_only_evidence():
         == "A border collie, very smart."
     assert r.respond("What breed?", [], [_obs(1, "Ben", "What breed is she?")], 1000) \
         == "Not stated in memory; it was only asked about on 8 May 2023."
+
+
+def test_search_returns_ranked_events_with_turns_and_makes_no_model_call(tmp_path):
+    mem = _memory(tmp_path)
+    hits = mem.search("Ana's puppy Luna", "n", limit=2)
+    assert 1 <= len(hits) <= 2
+    assert hits[0].score >= hits[-1].score
+    assert any(o.id == "D1:1" for o in hits[0].observations)  # the turn that names Luna is in the best event
+    ids = [o.id for h in hits for o in h.observations]
+    assert len(ids) == len(set(ids))  # each turn appears once, under its event
+
+
+def test_search_validates_its_arguments(tmp_path):
+    import pytest
+
+    from compassmem.errors import InputError, NamespaceNotFound
+
+    mem = _memory(tmp_path)
+    with pytest.raises(InputError, match="limit"):
+        mem.search("x", "n", limit=0)
+    with pytest.raises(InputError, match="question is empty"):
+        mem.search("  ", "n")
+    with pytest.raises(NamespaceNotFound):
+        mem.search("x", "nobody")
+
+
+def test_cli_search_json(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    mem = _memory(tmp_path)
+    db = mem.store.path
+    mem.close()
+    out = subprocess.run([sys.executable, "-m", "compassmem", "search", "border collie", "--db", db, "-n", "n",
+                          "--json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    hits = json.loads(out.stdout)
+    assert hits and {"event_id", "summary", "score", "observations"} <= set(hits[0])
+
+
+def test_search_works_with_an_unreachable_model_configured(tmp_path):
+    mem = _memory(tmp_path)
+    db = mem.store.path
+    mem.close()
+    with Memory(db, llm="openai:m", base_url="http://127.0.0.1:9/v1") as online:
+        assert online.search("Luna", "n")  # would fail with 'cannot reach' if it called the model

@@ -13,7 +13,7 @@ from . import validate
 from .errors import ConfigError, InputError, NamespaceNotFound
 from .ingest import Dataset, StepInput
 from .llm import make_llm
-from .models import Answer, Event, Observation, StepRecord
+from .models import Answer, Event, Observation, SearchHit, StepRecord
 from .roles import construction_roles, search_roles
 from .search.engine import SearchEngine
 from .search.graph import GraphView
@@ -106,6 +106,14 @@ class Memory:
     def ask(self, question: str, namespace: str = "default") -> Answer:
         question = validate.question(question, self.settings.search.max_question_chars)
         return self.engine.ask(self.graph(validate.namespace_name(namespace)), question)
+
+    def search(self, query: str, namespace: str = "default", limit: int = 10) -> list[SearchHit]:
+        """Events ranked for a query, with their matching observations, scores and times, and no answer:
+        for agents that answer themselves. Makes no LLM call, whatever model is configured."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise InputError(f"limit must be an integer from 1 to 1000, got {limit!r}")
+        query = validate.question(query, self.settings.search.max_question_chars)
+        return self.engine.search(self.graph(validate.namespace_name(namespace)), query, limit)
 
     def events(self, namespace: str = "default") -> list[Event]:
         return self.store.events(namespace)

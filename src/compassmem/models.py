@@ -214,3 +214,23 @@ class Answer(BaseModel):
                 if oid not in out:
                     out.append(oid)
         return out
+
+
+class ObservationHit(BaseModel):
+    id: str
+    speaker: str | None = None
+    text: str
+    date: str | None = None
+    score: float
+
+
+class SearchHit(BaseModel):
+    """One event found by `Memory.search`, with the observations of it that the ranking reached."""
+
+    event_id: str
+    summary: str
+    time: str | None = None
+    score: float = Field(description="the best score of its observations in the evidence ranking")
+    participants: list[str] = Field(default_factory=list)
+    topic_id: str | None = None
+    observations: list[ObservationHit] = Field(default_factory=list)

@@ -93,6 +93,26 @@ def ask(
 
 
 @app.command()
+def search(
+    query: str = typer.Argument(..., help="What to look for."),
+    db: str = DbOpt,
+    namespace: str = typer.Option("default", "--namespace", "-n", help="Which memory to search."),
+    limit: int = typer.Option(10, "--limit", "-k", help="How many events (1-1000)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the hits as JSON."),
+) -> None:
+    """Ranked events with their source turns and scores, without an answer (no LLM call)."""
+    from .render import render_hits
+
+    mem = open_memory(db, must_exist=True)
+    hits = mem.search(query, namespace, limit)
+    if as_json:
+        print(json.dumps([h.model_dump() for h in hits], indent=2))
+    else:
+        render_hits(console, hits)
+    mem.close()
+
+
+@app.command()
 def stats(
     db: str = DbOpt,
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="One namespace (default: all)."),

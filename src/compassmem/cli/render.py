@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from ..models import Answer
+from ..models import Answer, SearchHit
 
 
 def render_answer(console: Console, a: Answer, show_trace: bool = True) -> None:
@@ -48,3 +48,15 @@ def render_stats(console: Console, s: dict[str, Any]) -> None:
     if s["skipped"]:
         t.add_row("skipped", escape("\n".join(s["skipped"][:10])))
     console.print(t)
+
+
+def render_hits(console: Console, hits: list[SearchHit]) -> None:
+    if not hits:
+        console.print("[yellow]no events found[/]")
+        return
+    for h in hits:
+        console.print(f"[bold]{escape(h.event_id)}[/] {escape(f'[{h.time}]')} score {h.score:.3f}  "
+                      f"{escape(h.summary[:110])}", highlight=False)
+        for o in h.observations[:6]:
+            who = f"{o.speaker}: " if o.speaker else ""
+            console.print(f"  [dim]{escape(o.id)}[/] {escape(who + o.text[:140])}", highlight=False)

@@ -12,7 +12,7 @@ from ..config import SearchSettings
 from ..embed import CachedEmbedder
 from ..errors import InputError
 from ..llm import LLMClient
-from ..models import Answer, Event, EvidenceItem, Observation, SubgoalState, Usage
+from ..models import Answer, Event, EvidenceItem, Observation, ObservationHit, SearchHit, SubgoalState, Usage
 from .explorer import ExplorerPolicy, run_rounds
 from .frontier import Frontier
 from .graph import GraphView, approx_tokens
@@ -114,10 +114,7 @@ class SearchEngine:
                    s.batch_explorers)
 
         kept = list(frontier.kept)
-        own = graph.observation_scores(qv, [question])[:, 0]
-        ranking, _ = rank_observations(graph, own, question, kept, RankWeights(
-            s.participant_weight, s.event_weight, s.relation_weight if s.use_relations else 0.0, s.kept_weight),
-            limit=max(RANK_DEPTH, max(s.ranking_tokens, s.evidence_tokens) // 4))
+        ranking, _ = self.rank(graph, question, qv, kept)
         ranked = [graph.observations[o] for o in ranking]
         handed = sorted(ranked[: len(evidence_lines(ranked, min(s.evidence_tokens, s.max_context_tokens)))],
                         key=lambda o: (o.step, o.seq))
@@ -135,6 +132,39 @@ class SearchEngine:
             trace=list(frontier.trace), start_nodes=list(starts), refined_query=refined, used_fallback=not kept,
             context_tokens=sum(approx_tokens(line) for line in lines),
             ranking=ranking[: len(evidence_lines(ranked, s.ranking_tokens))])
+
+    def rank(self, graph: GraphView, query: str, qv: np.ndarray | None = None,
+             kept: list[str] | None = None) -> tuple[list[str], np.ndarray]:
+        """The evidence ranking (search/rank.py) of a query: observation ids best first and their scores."""
+        s = self.settings
+        if graph.empty:
+            return [], np.zeros(0)
+        qv = self.embedder.embed([query])[0] if qv is None else qv
+        own = graph.observation_scores(qv, [query])[:, 0]
+        return rank_observations(graph, own, query, kept or [], RankWeights(
+            s.participant_weight, s.event_weight, s.relation_weight if s.use_relations else 0.0, s.kept_weight),
+            limit=max(RANK_DEPTH, max(s.ranking_tokens, s.evidence_tokens) // 4))
+
+    def search(self, graph: GraphView, query: str, limit: int = 10) -> list[SearchHit]:
+        """Events ranked for a query, each with its matching observations and their scores: the graph's
+        ranking without exploration or answering, so it makes no model call in any mode."""
+        query = check_question(query, self.settings)
+        ids, scores = self.rank(graph, query)
+        hits: dict[str, SearchHit] = {}
+        for oid, score in zip(ids, scores):
+            eid = graph.event_of(oid)
+            if eid is None:
+                continue
+            if eid not in hits:
+                if len(hits) >= limit:
+                    continue
+                e = graph.events[eid]
+                hits[eid] = SearchHit(event_id=eid, summary=e.summary, time=e.time.label(), score=round(float(score), 4),
+                                      participants=e.participants, topic_id=e.topic_id, observations=[])
+            o = graph.observations[oid]
+            hits[eid].observations.append(ObservationHit(id=o.id, speaker=o.speaker, text=o.text, date=o.date,
+                                                         score=round(float(score), 4)))
+        return list(hits.values())
 
     @staticmethod
     def _events_of(graph: GraphView, observations: list[Observation]) -> list[Event]:
