@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-HEAVY = ("numpy", "sklearn", "scipy", "onnxruntime", "rank_bm25")
+HEAVY = ("numpy", "sklearn", "scipy", "onnxruntime")
 
 
 def _modules_after(code: str) -> set[str]:

@@ -162,13 +162,13 @@ class BM25Turns(_Answering):
         self._index: dict[str, Any] = {}
 
     def answer(self, namespace: str, question: str) -> MethodResult:
-        from rank_bm25 import BM25Okapi
+        from ..search.lexical import BM25
 
         t0 = time.perf_counter()
         obs = self.observations(namespace)
         if namespace not in self._index:
             # the same text CompassMem indexes (turn + image caption), so the comparison is like for like
-            self._index[namespace] = BM25Okapi([content_words(observation_text(o)) or ["_"] for o in obs])
+            self._index[namespace] = BM25([content_words(observation_text(o)) or ["_"] for o in obs])
         scores = self._index[namespace].get_scores(content_words(question))
         top = np.argsort(-scores, kind="stable")[:RANKING_DEPTH]
         return self.respond(question, [obs[i] for i in top], t0, hand=self.k)

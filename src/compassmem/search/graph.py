@@ -148,13 +148,12 @@ class GraphView:
         return out
 
     def _build_bm25(self) -> None:
-        from rank_bm25 import BM25Okapi
-
         from ..construct.segment import observation_text
+        from .lexical import BM25
         from .planner import content_words
 
         docs = [content_words(observation_text(self.observations[o])) or ["_"] for o in self._obs_order]
-        self._bm25 = BM25Okapi(docs) if docs else None
+        self._bm25 = BM25(docs) if docs else None
         self._bm25_memo: dict[str, np.ndarray | None] = {}
 
     def event_of(self, observation_id: str) -> str | None:
