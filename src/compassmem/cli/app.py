@@ -44,7 +44,11 @@ def ingest(
     llm: str = LlmOpt, embedder: Optional[str] = typer.Option(None, "--embedder", help=EMB_HELP),
     config: Optional[Path] = ConfigOpt, base_url: Optional[str] = BaseUrlOpt, api_key: Optional[str] = KeyOpt,
 ) -> None:
-    """Build or extend a memory from a file, one construction step at a time (safe to re-run)."""
+    """Build or extend a memory from a file, one construction step at a time (safe to re-run).
+
+    jsonl: one observation per line, {"namespace", "step", "id", "text", "speaker"?, "time"?, "meta"?};
+    locomo: the LoCoMo benchmark file; narrativeqa: {"passage", "question", "answer"} lines.
+    Fields, limits and examples: docs/formats.md."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..ingest import load
