@@ -179,3 +179,24 @@ def test_builds_and_answers_are_identical_across_processes(tmp_path):
         assert run.returncode == 0, run.stderr[-2000:]
         outs.append(json.loads(run.stdout.strip().splitlines()[-1]))
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("growth", [1.0, 2.0])
+def test_recluster_schedule_is_geometric_unless_set_to_the_papers(tmp_path, growth):
+    from compassmem.config import Settings
+
+    mem = Memory(tmp_path / f"g{growth}.db", embedder="hash",
+                 settings=Settings.load(**{"construction.recluster_growth": growth}))
+    for step in range(1, 33):
+        mem.add([f"turn {step}.{i} about topic {step % 7} and thing {i}" for i in range(4)], namespace="g", step=step)
+    records = mem.store.steps("g")
+    done = [r.step for r in records if r.topics_reclustered]
+    assert all(step % 4 == 0 for step in done)
+    if growth == 1.0:
+        assert done == list(range(4, 33, 4))  # the paper: every T = 4 steps
+    else:  # each re-clustering waits until the events have doubled since the last one
+        counts = {r.step: sum(x.events_new for x in records if x.step <= r.step) for r in records}
+        assert all(counts[b] >= 2 * counts[a] for a, b in zip(done, done[1:]))
+        assert len(done) < 8
+    mem.forget("g")
+    assert mem.store.get_meta("clustered_events/g") is None

@@ -19,7 +19,10 @@ class ConstructionSettings(BaseModel):
     judge_candidates: int = Field(2, ge=0, le=10, description="nearest existing events judged per new event")
     max_judge_calls_per_step: int = Field(12, ge=0)
     topic_delta: float = Field(0.9, ge=0, le=1, description="δ: online topic assignment threshold")
-    recluster_every: int = Field(4, ge=1, description="T: re-cluster all events every T steps")
+    recluster_every: int = Field(4, ge=1, description="T: re-cluster all events every T steps ...")
+    recluster_growth: float = Field(1.25, ge=1.0, le=10, description="... once the namespace has grown by this "
+                                    "factor since the last re-clustering (1.0: the paper's schedule, every T "
+                                    "steps); makes the topic layer's total cost linear in the events")
     max_topics: int = Field(50, ge=2, description="upper bound of k at re-clustering")
     events_per_topic: int = Field(5, ge=1, description="k = max(2, min(⌊n / this⌋, max_topics))")
     max_event_turns: int = Field(6, ge=1, description="turns per event: offline segmenter and uncovered-turn repair")

@@ -246,8 +246,7 @@ class Constructor:
             store.add_relation(rel)
         record.relations = n_rel + len(cross)
         record.cross_relations = len(cross)
-        n_steps = store.step_count(namespace) + 1
-        if n_steps % s.recluster_every == 0:
+        if topic_ops.due(store, namespace, s):
             topic_ops.recluster(store, namespace, s, self.roles.labeler)
             record.topics_reclustered = True
         record.skipped = skipped

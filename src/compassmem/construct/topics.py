@@ -74,6 +74,16 @@ def assign_online(store: Store, namespace: str, event: Event, vec: np.ndarray, s
     return tid
 
 
+def due(store: Store, namespace: str, settings: ConstructionSettings) -> bool:
+    """Whether this step (not yet recorded) re-clusters: every T steps, and only once the namespace holds
+    `recluster_growth` times the events it held at the last re-clustering. Geometric growth bounds the
+    total re-clustering work by a constant times the final size (each pass is O(n))."""
+    if (store.step_count(namespace) + 1) % settings.recluster_every:
+        return False
+    last = store.get_meta(f"clustered_events/{namespace}")
+    return last is None or store.event_count(namespace) >= settings.recluster_growth * int(last)
+
+
 def _warm_start(store: Store, namespace: str, topics: list[Topic], mat: np.ndarray, k: int) -> np.ndarray:
     """Initial centres: the centroids of the k largest current topics, topped up farthest-first from
     the events when there are fewer topics than k. Starting from the layer users already see keeps
@@ -108,6 +118,7 @@ def recluster(store: Store, namespace: str, settings: ConstructionSettings, labe
     from sklearn.cluster import KMeans, MiniBatchKMeans
 
     ids, mat = store.event_matrix(namespace)
+    store.set_meta(f"clustered_events/{namespace}", str(len(ids)))
     if len(ids) < 2:
         return len(store.topics(namespace))
     k = n_clusters(len(ids), settings)

@@ -226,6 +226,7 @@ class SQLiteStore:
     def delete_namespace(self, namespace: str) -> None:
         with self.transaction():
             self._exec("DELETE FROM namespaces WHERE name=?", (namespace,))
+            self._exec("DELETE FROM meta WHERE key=?", (f"clustered_events/{namespace}",))
         self._dirty(namespace)
 
     # ------------------------------------------------------------------ observations
@@ -274,6 +275,9 @@ class SQLiteStore:
     def put_step(self, record: StepRecord) -> None:
         self._exec("INSERT OR REPLACE INTO steps VALUES (?,?,?)",
                    (record.namespace, record.step, record.model_dump_json()))
+
+    def event_count(self, namespace: str) -> int:
+        return int(self._rows("SELECT COUNT(*) FROM events WHERE namespace=?", (namespace,))[0][0])
 
     def step_count(self, namespace: str) -> int:
         return int(self._rows("SELECT COUNT(*) FROM steps WHERE namespace=?", (namespace,))[0][0])
