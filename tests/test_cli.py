@@ -97,3 +97,18 @@ def test_config_page_matches_the_settings():
 
     page = (Path(__file__).parent.parent / "docs" / "config.md").read_text()
     assert settings_markdown() in page, "docs/config.md is stale: paste compassmem.config.settings_markdown()"
+
+
+def test_export_import_forget_commands(tmp_path):
+    data = tmp_path / "obs.jsonl"
+    data.write_text(json.dumps({"namespace": "me", "step": 1, "id": "a1", "text": "I planted tomatoes."}))
+    db, db2, out = str(tmp_path / "a.db"), str(tmp_path / "b.db"), str(tmp_path / "me.jsonl")
+    assert cli("ingest", str(data), "--db", db, "--format", "jsonl", "--embedder", "hash").returncode == 0
+    assert cli("export", "--db", db, "-n", "me", "-o", out).returncode == 0
+    assert cli("import", out, "--db", db2).returncode == 0  # embedder taken from the export's header
+    again = cli("import", out, "--db", db2)
+    assert again.returncode == 2 and "already exists" in again.stderr
+    assert cli("forget", "--db", db2, "-n", "me", "--yes").returncode == 0
+    assert cli("import", out, "--db", db2).returncode == 0
+    r = cli("search", "tomatoes", "--db", db2, "-n", "me")
+    assert r.returncode == 0 and "a1" in r.stdout

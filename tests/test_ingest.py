@@ -88,3 +88,47 @@ def test_docs_formats_examples_ingest(tmp_path):
         assert ds.steps
         mem.ingest(ds)
     assert set(mem.namespaces()) >= {"ana", "conv-26"}
+
+
+def test_export_import_round_trip_of_a_full_conversation(built, tmp_path):
+    """import(export(x)) reproduces x exactly: the re-export is byte-identical and asks agree."""
+    from compassmem import Memory
+
+    mem, _, _ = built
+    first = tmp_path / "conv-26.jsonl"
+    rows = mem.export("conv-26", first)
+    assert rows > 600  # every turn, event, relation, topic and step of the conversation
+    copy = Memory(tmp_path / "copy.db")
+    assert copy.import_file(first) == "conv-26"
+    second = tmp_path / "again.jsonl"
+    copy.export("conv-26", second)
+    assert first.read_bytes() == second.read_bytes()
+    q = "When did Caroline go to the LGBTQ support group?"
+    a, b = mem.ask(q, "conv-26"), copy.ask(q, "conv-26")
+    assert (a.answer, a.ranking) == (b.answer, b.ranking)
+
+
+def test_import_refusals(tmp_path):
+    import pytest
+
+    from compassmem import Memory
+    from compassmem.errors import ConfigError, InputError
+
+    src = Memory(tmp_path / "src.db", embedder="hash")
+    src.add(["Ana adopted a puppy."], namespace="n", step=1)
+    f = tmp_path / "n.jsonl"
+    src.export("n", f)
+    with pytest.raises(InputError, match="already exists"):
+        src.import_file(f)
+    with pytest.raises(ConfigError, match="built with embedder 'hash'"):
+        Memory(tmp_path / "other.db", embedder="minilm").import_file(f)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"not": "an export"}\n')
+    with pytest.raises(InputError, match="not a CompassMem export"):
+        src.import_file(bad)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(f.read_text().splitlines()[0] + "\n{oops\n")
+    fresh = Memory(tmp_path / "fresh.db", embedder="hash")
+    with pytest.raises(InputError, match="not an export row"):
+        fresh.import_file(broken)
+    assert fresh.namespaces() == []  # all or nothing

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -18,6 +19,10 @@ from .roles import construction_roles, search_roles
 from .search.engine import SearchEngine
 from .search.graph import GraphView
 from .store import Store, open_store
+
+
+EXPORT_FORMAT = "compassmem-export"
+EXPORT_VERSION = 1
 
 
 class Memory:
@@ -91,6 +96,58 @@ class Memory:
             raise NamespaceNotFound(f"unknown namespace '{namespace}': nothing to forget")
         self.store.delete_namespace(namespace)
         self._graphs.pop(namespace, None)
+
+    # ------------------------------------------------------------------ export / import
+    def export(self, namespace: str, path: str | Path) -> int:
+        """Write one namespace to a JSONL file (docs/formats.md, "export"): a header line, then every
+        stored row — observations, steps, events, relations, topics, vectors included — exactly as
+        stored, so `import_file` reproduces the namespace. Returns the number of rows."""
+        namespace = validate.namespace_name(namespace)
+        if not self.store.has_namespace(namespace):
+            raise NamespaceNotFound(f"unknown namespace '{namespace}': nothing to export")
+        header = {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "namespace": namespace,
+                  "embedder": self.store.get_meta("embedder")}
+        n = 0
+        with Path(path).open("w", encoding="utf-8") as fh:
+            fh.write(json.dumps(header) + "\n")
+            for table, row in self.store.export_rows(namespace):
+                fh.write(json.dumps({"table": table, "row": row}, ensure_ascii=False) + "\n")
+                n += 1
+        return n
+
+    def import_file(self, path: str | Path) -> str:
+        """Load a namespace written by `export` (all or nothing). Refused when the namespace exists or the
+        file was made with another embedder. Returns the namespace."""
+        p = Path(path)
+        if not p.is_file():
+            raise InputError(f"export file not found: {p}")
+        with p.open(encoding="utf-8") as fh:
+            try:
+                header = json.loads(fh.readline() or "{}")
+            except json.JSONDecodeError:
+                header = {}
+            if header.get("format") != EXPORT_FORMAT:
+                raise InputError(f"{p} is not a CompassMem export (no '{EXPORT_FORMAT}' header line)")
+            if header.get("version") != EXPORT_VERSION:
+                raise InputError(f"{p} is export version {header.get('version')}; this CompassMem reads {EXPORT_VERSION}")
+            namespace = validate.namespace_name(header.get("namespace"))
+            ours = self.store.get_meta("embedder")
+            if header.get("embedder") and ours and header["embedder"] != ours:
+                raise ConfigError(f"{p} was built with embedder '{header['embedder']}', this database with '{ours}'")
+            if self.store.has_namespace(namespace):
+                raise InputError(f"namespace '{namespace}' already exists; forget it first or import elsewhere")
+
+            def rows():
+                for lineno, line in enumerate(fh, 2):
+                    try:
+                        item = json.loads(line)
+                        yield item["table"], item["row"]
+                    except (json.JSONDecodeError, KeyError, TypeError):
+                        raise InputError(f"{p}:{lineno}: not an export row") from None
+
+            self.store.import_rows(rows())
+        self._graphs.pop(namespace, None)
+        return namespace
 
     # ------------------------------------------------------------------ reading
     def graph(self, namespace: str) -> GraphView:

@@ -117,6 +117,56 @@ def search(
 
 
 @app.command()
+def export(
+    db: str = DbOpt,
+    namespace: str = typer.Option(..., "--namespace", "-n", help="The namespace to write."),
+    out: Path = typer.Option(..., "--out", "-o", help="The JSONL file to write."),
+) -> None:
+    """Write a namespace, vectors included, to a JSONL file that `compassmem import` restores exactly."""
+    mem = open_memory(db, must_exist=True)
+    n = mem.export(namespace, out)
+    mem.close()
+    console.print(f"[green]✓[/] {n} rows of {escape(namespace)} → {escape(str(out))}")
+
+
+@app.command("import")
+def import_(
+    path: Path = typer.Argument(..., help="A file written by `compassmem export`."),
+    db: str = DbOpt,
+    embedder: Optional[str] = typer.Option(None, "--embedder", help=EMB_HELP + " (must be the export's)"),
+) -> None:
+    """Restore a namespace from an export file (refused if the namespace exists; all or nothing)."""
+    mem = open_memory(db, embedder=embedder or _export_embedder(path))
+    ns = mem.import_file(path)
+    mem.close()
+    console.print(f"[green]✓[/] imported {escape(ns)} → {escape(db)}")
+
+
+def _export_embedder(path: Path) -> str | None:
+    """The embedder named in an export's header, so importing into a new database needs no flag."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return json.loads(fh.readline()).get("embedder")
+    except (OSError, ValueError, AttributeError):
+        return None  # import_file reports what is wrong with the file
+
+
+@app.command()
+def forget(
+    db: str = DbOpt,
+    namespace: str = typer.Option(..., "--namespace", "-n", help="The namespace to delete."),
+    yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation."),
+) -> None:
+    """Delete a namespace: its observations, events, relations, topics and steps."""
+    mem = open_memory(db, must_exist=True)
+    if not yes and not typer.confirm(f"Delete namespace '{namespace}' from {db}?"):
+        raise typer.Exit(1)
+    mem.forget(namespace)
+    mem.close()
+    console.print(f"[green]✓[/] forgot {escape(namespace)}")
+
+
+@app.command()
 def stats(
     db: str = DbOpt,
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="One namespace (default: all)."),

@@ -130,7 +130,7 @@ class Constructor:
             if prior.content_hash == digest:
                 return prior
             raise InputError(f"step {step} of '{namespace}' was already ingested with different content; "
-                             "delete the namespace to rebuild it")
+                             f"to rebuild it: compassmem forget -n '{namespace}' --db …, then ingest again")
         self._validate(namespace, step, observations)
         skipped: list[str] = []
         cap = self.settings.max_observation_chars

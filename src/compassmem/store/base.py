@@ -6,7 +6,7 @@ Every backend (SQLite today, PostgreSQL + pgvector next) must pass tests/test_st
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Protocol, runtime_checkable
+from typing import Iterable, Iterator, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -74,6 +74,10 @@ class Store(Protocol):
     def event_topics(self, namespace: str) -> dict[str, str | None]:
         """event id → topic id, without loading whole events: re-clustering reads it every T steps."""
         ...
+
+    # --- export / import (exact, backend rows; see memory.Memory.export)
+    def export_rows(self, namespace: str) -> Iterator[tuple[str, dict]]: ...
+    def import_rows(self, rows: Iterable[tuple[str, dict]]) -> int: ...
 
     # --- database-wide settings (e.g. which embedder built it)
     def get_meta(self, key: str) -> str | None: ...

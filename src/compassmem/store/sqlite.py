@@ -6,12 +6,13 @@ to that namespace, so a read-heavy workload (asking) pays the load once.
 
 from __future__ import annotations
 
+import base64
 import json
 import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -228,6 +229,41 @@ class SQLiteStore:
             self._exec("DELETE FROM namespaces WHERE name=?", (namespace,))
             self._exec("DELETE FROM meta WHERE key=?", (f"clustered_events/{namespace}",))
         self._dirty(namespace)
+
+    # ------------------------------------------------------------------ export / import
+    _TABLES = ("namespaces", "observations", "steps", "events", "relations", "topics")  # dependency order
+
+    def export_rows(self, namespace: str) -> Iterator[tuple[str, dict]]:
+        """(table, row) for every stored row of a namespace, exactly as stored (vectors as base64 float32),
+        from one consistent snapshot."""
+        with self.snapshot():
+            for table in self._TABLES:
+                key = "name" if table == "namespaces" else "namespace"
+                cur = self._conn.execute(f"SELECT * FROM {table} WHERE {key}=? ORDER BY rowid", (namespace,))
+                cols = [c[0] for c in cur.description]
+                for values in cur.fetchall():
+                    yield table, {c: ({"b64": base64.b64encode(v).decode()} if isinstance(v, bytes) else v)
+                                  for c, v in zip(cols, values)}
+
+    def import_rows(self, rows: Iterable[tuple[str, dict]]) -> int:
+        """Insert exported rows in one transaction (all or nothing); returns the number of rows."""
+        n = 0
+        with self.transaction():
+            for table, row in rows:
+                if table not in self._TABLES:
+                    raise StoreError(f"unknown table '{table}' in import")
+                cols = list(row)
+                values = [base64.b64decode(v["b64"]) if isinstance(v, dict) and "b64" in v else v for v in row.values()]
+                try:
+                    self._conn.execute(f"INSERT INTO {table} ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})",
+                                       values)
+                except sqlite3.IntegrityError as exc:
+                    raise StoreError(f"import refused: {exc} (table {table})") from None
+                except sqlite3.OperationalError as exc:
+                    raise StoreError(f"import refused: {exc} (table {table}); is it a CompassMem export?") from None
+                n += 1
+            self._matrices.clear()
+        return n
 
     # ------------------------------------------------------------------ observations
     def add_observations(self, observations: list[Observation], embeddings: np.ndarray | None = None) -> None:
