@@ -69,10 +69,10 @@ def test_extractive_answer_is_never_a_question_and_prefers_the_reply():
     from compassmem.embed import make_embedder
 
     r = ExtractiveResponder(make_embedder("hash"), SQLiteStore(":memory:"))
-    obs = [_obs(1, "Sam", "Who will feed Priya's cat while she is away?"),
-           _obs(2, "Lee", "Sam will feed Priya's cat, he promised.")]
+    obs = [_obs(1, "Priya", "Who will feed my cat while I am away?"),
+           _obs(2, "Lee", "Don't worry, Sam will feed Priya's cat, he promised.")]
     answer = r.respond("Who will feed Priya's cat?", [], obs, 1000)
-    assert not answer.endswith("?") and "Sam will feed" in answer
+    assert answer == "Sam"  # the name the question lacks, not the question turn that repeats it
     assert [c.reply_to_question for c in candidates(obs)] == [True]
 
 

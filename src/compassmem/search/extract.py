@@ -5,7 +5,8 @@ Rules, each from a failure seen on the dev conversations:
   the reply after it (the next turn of the same session) is where the answer is;
 - a question about a named person is answered by what that person said;
 - the answer is the shortest clause that carries the matching content, stripped of greetings and
-  fillers ("Wow, Caroline!", "Thanks!");
+  fillers ("Wow, Caroline!", "Thanks!"); who/where-questions get just the names a strong clause gives
+  that the question does not (a person, a place);
 - when-questions get the resolved date of the clause that states the event ("last Friday" said on
   15 July 2023 → "14 July 2023"), else the date of the turn that states it.
 """
@@ -24,6 +25,8 @@ from ..timeutil import fmt, from_iso, resolve_in_text
 from .planner import content_words
 
 WHEN = re.compile(r"^\s*(when|what (?:year|month|date|day|time)|how long ago|which (?:year|month))\b", re.I)
+WHO_WHERE = re.compile(r"^\s*(who|where)\b", re.I)
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)")  # capitalised, not sentence-initial
 _SPLIT = re.compile(r"(?<=[.!?;])\s+|\s+[-–—]\s+|,\s+(?=but |and |so |because )")
 _FILLER = re.compile(r"^(?:(?:hey|hi|hello|wow|whoa|yeah|yes|yep|sure|oh|aw+|thanks|thank you|haha|lol|ok(?:ay)?|"
                      r"cool|great|nice|awesome|congrats|congratulations|right|totally|definitely|absolutely)"
@@ -96,7 +99,23 @@ class ExtractiveResponder:
         score = self._score(question, pool)
         if WHEN.match(question):
             return self._when(pool, score)
+        if WHO_WHERE.match(question):
+            named = self._named(question, pool, score, {o.speaker for o in observations if o.speaker})
+            if named:
+                return named
         return pool[int(np.argmax(score))].text
+
+    @staticmethod
+    def _named(question: str, pool: list[Clause], score: np.ndarray, speakers: set[str]) -> str | None:
+        """Who/where: the names a strong clause gives that the question does not ("Sam will feed Priya's
+        cat" → "Sam"); None when the strong clauses name nothing new."""
+        asked = question.lower()
+        for i in np.argsort(-score, kind="stable")[:5]:
+            names = [m.group(1) for m in _NAME.finditer(pool[int(i)].text)
+                     if m.group(1).lower() not in asked and m.group(1) not in speakers and m.group(1) != "I"]
+            if names:
+                return ", ".join(dict.fromkeys(names))
+        return None
 
     def _when(self, pool: list[Clause], score: np.ndarray) -> str:
         """The best clause that carries a time expression among the strong ones; else the best one's date."""
