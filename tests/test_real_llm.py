@@ -97,6 +97,11 @@ def test_llm_mode_build_and_ask_conv26(tmp_path, locomo_path):
                                     "completion_tokens": a.usage.completion_tokens,
                                     "latency_s": round(time.perf_counter() - t0, 1), "steps": len(a.trace),
                                     "refined": a.refined_query is not None})
+    # a re-ask is replayed from the response cache: the explorers' rounds make the prompts identical
+    first = report["questions"][0]
+    again = mem.ask(wanted[0].question, "conv-26")
+    assert again.usage.llm_calls == 0 and again.usage.cached_calls >= 3
+    assert again.answer == first["answer"] and len(again.trace) == first["steps"]
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
     (REPORT_DIR / "llm_mode_conv26.json").write_text(json.dumps(report, indent=2))
     mem.close()
