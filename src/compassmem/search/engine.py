@@ -19,7 +19,7 @@ from .graph import GraphView, approx_tokens
 from .localize import Candidate, StartSelector, candidates_for
 from .planner import Planner
 from .rank import RankWeights, rank_observations
-from .responder import Responder, evidence_lines
+from .responder import Responder, evidence_line, evidence_lines
 
 RANK_DEPTH = 1000  # observations ranked per ask: far more than the largest evidence budget needs
 PolicyFactory = Callable[[GraphView, np.ndarray], ExplorerPolicy]  # (graph, events × [q, subgoals] sims)
@@ -118,7 +118,6 @@ class SearchEngine:
         ranked = [graph.observations[o] for o in ranking]
         handed = sorted(ranked[: len(evidence_lines(ranked, min(s.evidence_tokens, s.max_context_tokens)))],
                         key=lambda o: (o.step, o.seq))
-        lines = evidence_lines(handed, s.evidence_tokens + 1000)
         events = self._events_of(graph, ranked[: len(handed)])
         text = roles.responder.respond(question, events, handed, s.evidence_tokens)
         handed_ids = {o.id for o in handed}
@@ -130,7 +129,7 @@ class SearchEngine:
                       for e in events],
             subgoals=[SubgoalState(text=g, satisfied=v) for g, v in zip(subgoals, frontier.satisfied)],
             trace=list(frontier.trace), start_nodes=list(starts), refined_query=refined, used_fallback=not kept,
-            context_tokens=sum(approx_tokens(line) for line in lines),
+            context_tokens=sum(approx_tokens(evidence_line(o)) for o in handed),
             ranking=ranking[: len(evidence_lines(ranked, s.ranking_tokens))])
 
     def rank(self, graph: GraphView, query: str, qv: np.ndarray | None = None,

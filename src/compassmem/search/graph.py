@@ -17,8 +17,7 @@ from ..models import Event, Observation, Topic
 from ..store import Store
 
 
-_BM25_LOCK = threading.Lock()
-_MISSING = object()
+_LOCK = threading.Lock()  # lazy BM25 build and the per-text score memo, shared by explorer threads
 
 
 @dataclass(frozen=True)
@@ -105,14 +104,14 @@ class GraphView:
             return dots(self.obs_matrix, q)
         cols = []
         for j, text in enumerate(texts):
-            with _BM25_LOCK:
+            with _LOCK:
                 memo = self._score_memo.get(text)
             if memo is None:
                 memo = dots(self.obs_matrix, q[j : j + 1])[:, 0]
                 lex = self._bm25_scores(text) if self.lexical_weight > 0 else None
                 if lex is not None and lex.max() > 0:
                     memo = memo + self.lexical_weight * lex / lex.max()
-                with _BM25_LOCK:
+                with _LOCK:
                     if len(self._score_memo) >= 8:
                         self._score_memo.pop(next(iter(self._score_memo)))
                     self._score_memo[text] = memo
@@ -129,23 +128,15 @@ class GraphView:
         return sims
 
     def _bm25_scores(self, text: str) -> np.ndarray | None:
-        """BM25 of every observation (text plus image caption) for one query text; memoised per text,
-        because one ask scores the same question at localisation, selection and ranking."""
+        """BM25 of every observation (text plus image caption) for one query text. Not memoised here:
+        observation_scores remembers the combined score per text."""
         from .planner import content_words
 
-        with _BM25_LOCK:
+        with _LOCK:
             if not hasattr(self, "_bm25"):
                 self._build_bm25()
-            memo = self._bm25_memo.get(text, _MISSING)
-        if memo is not _MISSING:
-            return memo
         words = content_words(text)
-        out = np.asarray(self._bm25.get_scores(words)) if self._bm25 is not None and words else None
-        with _BM25_LOCK:
-            if len(self._bm25_memo) > 64:
-                self._bm25_memo.clear()
-            self._bm25_memo[text] = out
-        return out
+        return np.asarray(self._bm25.get_scores(words)) if self._bm25 is not None and words else None
 
     def _build_bm25(self) -> None:
         from ..construct.segment import observation_text
@@ -154,7 +145,6 @@ class GraphView:
 
         docs = [content_words(observation_text(self.observations[o])) or ["_"] for o in self._obs_order]
         self._bm25 = BM25(docs) if docs else None
-        self._bm25_memo: dict[str, np.ndarray | None] = {}
 
     def event_of(self, observation_id: str) -> str | None:
         return self._owner.get(observation_id)
