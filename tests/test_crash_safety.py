@@ -10,6 +10,7 @@ import textwrap
 import time
 
 from compassmem.store import SQLiteStore
+from compassmem.store.vectors import IndexPolicy
 
 CHILD = textwrap.dedent("""
     import sys, time
@@ -61,10 +62,14 @@ def test_sigkill_mid_step_leaves_no_half_step(tmp_path):
 KILL_CHILD = textwrap.dedent("""
     import sys
     from compassmem import Memory
+    from compassmem.store import SQLiteStore
+    from compassmem.store.vectors import IndexPolicy
     sys.path.insert(0, sys.argv[2])
     from test_concurrency import _steps
 
-    mem = Memory(sys.argv[1], embedder="hash")
+    # tiny index thresholds: base files are written (and can be killed mid-write) every few steps
+    store = SQLiteStore(sys.argv[1], index_policy=IndexPolicy(ann_min_rows=20, delta_min_rows=4))
+    mem = Memory(store=store, embedder="hash")
     print("READY", flush=True)
     for step, obs, when in _steps("k", n_steps=12, turns=6):
         mem.add(obs, namespace="k", step=step, world_time=when)
@@ -74,11 +79,12 @@ KILL_CHILD = textwrap.dedent("""
 
 def _consistent(db) -> int:
     """Whole steps only: every recorded step has all its observations, nothing exists of an unrecorded
-    step, every event's span and every relation's ends exist. Returns the number of steps present."""
+    step, every event's span and every relation's ends exist, and the full-text and vector indexes agree
+    with the tables. Returns the number of steps present."""
     import sqlite3
 
     assert sqlite3.connect(db).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    store = SQLiteStore(db)
+    store = SQLiteStore(db, index_policy=IndexPolicy(ann_min_rows=20, delta_min_rows=4))
     try:
         if not store.has_namespace("k"):
             return 0
@@ -93,6 +99,7 @@ def _consistent(db) -> int:
         events = {e.id: e for e in store.events("k")}
         assert all(set(e.observation_ids) <= ids and e.step in records for e in events.values())
         assert all(r.source in events and r.target in events for r in store.relations("k"))
+        assert store.check_indexes("k") == []
         return len(records)
     finally:
         store.close()

@@ -45,7 +45,6 @@ class Memory:
                                        self.settings.construction, self.llm)
         self.engine = SearchEngine(self.embedder, search_roles(self.llm, self.embedder, self.settings, self.store),
                                    self.settings.search, self.llm)
-        self._graphs: dict[str, tuple[int, GraphView]] = {}
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -77,14 +76,12 @@ class Memory:
                              f"{type(observations).__name__}") from None
         obs = [validate.observation(item, namespace, step, seq, world_time) for seq, item in enumerate(items)]
         record = self.constructor.add_step(namespace, step, obs, world_time)
-        self._graphs.pop(namespace, None)
         return record
 
     def ingest(self, dataset: Dataset, on_step: Callable[[StepInput, StepRecord], None] | None = None) -> list[StepRecord]:
         records = []
         for item in dataset.steps:
             record = self.constructor.add_step(item.namespace, item.step, item.observations, item.world_time)
-            self._graphs.pop(item.namespace, None)
             records.append(record)
             if on_step:
                 on_step(item, record)
@@ -95,7 +92,6 @@ class Memory:
         if not self.store.has_namespace(namespace):
             raise NamespaceNotFound(f"unknown namespace '{namespace}': nothing to forget")
         self.store.delete_namespace(namespace)
-        self._graphs.pop(namespace, None)
 
     # ------------------------------------------------------------------ export / import
     def export(self, namespace: str, path: str | Path) -> int:
@@ -146,23 +142,31 @@ class Memory:
                         raise InputError(f"{p}:{lineno}: not an export row") from None
 
             self.store.import_rows(rows())
-        self._graphs.pop(namespace, None)
         return namespace
 
     # ------------------------------------------------------------------ reading
     def graph(self, namespace: str) -> GraphView:
-        version = self.store.step_count(namespace) if self.store.has_namespace(namespace) else -1
-        cached = self._graphs.get(namespace)
-        if cached is None or cached[0] != version:
-            view = GraphView.load(self.store, namespace)
-            view.lexical_weight = self.settings.search.lexical_weight
-            cached = (version, view)
-            self._graphs[namespace] = cached
-        return cached[1]
+        """The whole namespace as a GraphView (inspection, small memories); ask and search load only
+        the part a question needs."""
+        view = GraphView.load(self.store, validate.namespace_name(namespace))
+        view.lexical_weight = self.settings.search.lexical_weight
+        return view
+
+    def _source(self, namespace: str) -> Callable[[list[str], Any], GraphView]:
+        """A loader of the part of `namespace` some query texts need (GraphView.around)."""
+        namespace = validate.namespace_name(namespace)
+        s = self.settings.search
+
+        def load(texts: list[str], vectors: Any) -> GraphView:
+            view = GraphView.around(self.store, namespace, texts, vectors, s.candidates, s.candidate_events,
+                                    s.expand_events)
+            view.lexical_weight = s.lexical_weight
+            return view
+        return load
 
     def ask(self, question: str, namespace: str = "default") -> Answer:
         question = validate.question(question, self.settings.search.max_question_chars)
-        return self.engine.ask(self.graph(validate.namespace_name(namespace)), question)
+        return self.engine.ask(self._source(namespace), question)
 
     def search(self, query: str, namespace: str = "default", limit: int = 10) -> list[SearchHit]:
         """Events ranked for a query, with their matching observations, scores and times, and no answer:
@@ -170,7 +174,7 @@ class Memory:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InputError(f"limit must be an integer from 1 to 1000, got {limit!r}")
         query = validate.question(query, self.settings.search.max_question_chars)
-        return self.engine.search(self.graph(validate.namespace_name(namespace)), query, limit)
+        return self.engine.search(self._source(namespace), query, limit)
 
     def events(self, namespace: str = "default") -> list[Event]:
         return self.store.events(namespace)
@@ -179,18 +183,19 @@ class Memory:
         return self.store.namespaces()
 
     def stats(self, namespace: str) -> dict[str, Any]:
-        graph = self.graph(namespace)
+        if not self.store.has_namespace(namespace):
+            raise NamespaceNotFound(f"unknown namespace '{namespace}'")
         rels = self.store.relations(namespace)
         steps = self.store.steps(namespace)
         return {
             "namespace": namespace,
-            "observations": len(graph.observations),
+            "observations": self.store.observation_count(namespace),
             "steps": len(steps),
-            "events": len(graph.events),
+            "events": self.store.event_count(namespace),
             "relations": len(rels),
             "relations_by_type": dict(Counter(r.type for r in rels).most_common()),
             "cross_step_relations": sum(1 for r in rels if r.origin == "cross_step"),
-            "topics": len(graph.topics),
+            "topics": len(self.store.topics(namespace)),
             "merges": sum(s.events_merged for s in steps),
             "construction": {
                 "llm_calls": sum(s.llm_calls for s in steps),

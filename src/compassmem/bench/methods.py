@@ -16,7 +16,7 @@ from ..embed import CachedEmbedder, dots
 from ..memory import Memory
 from ..models import Observation, Usage
 from ..search.graph import approx_tokens
-from ..search.planner import content_words
+from ..text import content_words
 from ..search.responder import Responder, evidence_lines
 
 BASELINES = ("full_context", "rag512", "dense_turns", "bm25_turns")  # turn baselines accept ":K", e.g. bm25_turns:30

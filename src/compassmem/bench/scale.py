@@ -1,5 +1,13 @@
-"""Scale benchmark: synthetic namespaces grown to N events on the offline path; ingest throughput,
-query latency and peak memory per size. Each size runs in its own process so peak RSS is its own."""
+"""Scale benchmark: synthetic namespaces grown to N events; ingest throughput, query latency, peak memory,
+a cold `compassmem ask` process, and, in the same run, the primitives a query is built from (exact
+scan, ANN lookup, BM25) so CompassMem's query time can be read as a multiple of them.
+
+Sizes up to `direct_above` events go through the full construction pipeline (Memory.add, offline
+roles); larger ones are written through the store API (observations, events, relations, topics and the
+indexes exactly as a build leaves them, but without segmentation or fusion), which the results say.
+Each phase of each size runs in its own process, so a peak RSS is that phase's own; every finished
+phase is saved, so an interrupted run resumes where it stopped.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+NAMESPACE = "scale"
+
 
 def peak_rss_mb() -> float:
     """Peak resident memory of this process (Linux reports ru_maxrss in KiB)."""
@@ -20,124 +30,257 @@ def peak_rss_mb() -> float:
 PEOPLE = ["Ana", "Ben", "Chen", "Dara", "Eli", "Fay", "Gus", "Hana", "Ivo", "June"]
 PLACES = ["Lisbon", "Porto", "Oslo", "Kyoto", "Lima", "Cairo", "Quito", "Perth", "Tunis", "Riga"]
 TOPICS = [
-    ("adopted a {pet} named {name}", ["pet", "name"]),
-    ("ran a {n} km race in {place}", ["n", "place"]),
-    ("started a pottery class and made {n} bowls", ["n"]),
-    ("moved to {place} for a new job at a {org}", ["place", "org"]),
-    ("painted a {thing} for {person}", ["thing", "person"]),
-    ("read a book about {thing} on the train to {place}", ["thing", "place"]),
-    ("cooked {dish} for {n} friends", ["dish", "n"]),
-    ("fixed a bike and rode to {place}", ["place"]),
+    "adopted a {pet} named {name}", "ran a {n} km race in {place}", "started a pottery class and made {n} bowls",
+    "moved to {place} for a new job at a {org}", "painted a {thing} for {person}",
+    "read a book about {thing} on the train to {place}", "cooked {dish} for {n} friends", "fixed a bike and rode to {place}",
 ]
 FILL = {"pet": ["dog", "cat", "parrot", "rabbit"], "name": ["Luna", "Max", "Kiwi", "Pixel", "Biscuit"],
         "org": ["bakery", "bank", "school", "hospital"], "thing": ["sunset", "river", "whale", "castle", "forest"],
         "dish": ["paella", "ramen", "curry", "lasagna"]}
+_SYL = ["ka", "lo", "mi", "ren", "tu", "sa", "vo", "ne", "qui", "dar", "pel", "zo", "bri", "fen", "gol"]
+
+
+def _word(rng: random.Random) -> str:
+    """A made-up word from a Zipf-like vocabulary of ~50 K, so the lexical index sees rare and common terms."""
+    rank = min(int(rng.paretovariate(1.1)), 50_000)
+    r = random.Random(rank)
+    return "".join(r.choice(_SYL) for _ in range(2 + rank % 3))
+
+
+def synthetic_turn(rng: random.Random, step: int, i: int) -> str:
+    template = TOPICS[(step + i // 5) % len(TOPICS)]
+    text = template.format(pet=rng.choice(FILL["pet"]), name=rng.choice(FILL["name"]), n=rng.randint(2, 40),
+                           place=rng.choice(PLACES), org=rng.choice(FILL["org"]), thing=rng.choice(FILL["thing"]),
+                           person=rng.choice(PEOPLE), dish=rng.choice(FILL["dish"]))
+    return f"Yesterday I {text} with {_word(rng)} and {_word(rng)}."
 
 
 def synthetic_step(rng: random.Random, step: int, turns: int) -> list[dict]:
-    out = []
-    for i in range(turns):
-        template, _ = TOPICS[(step + i // 5) % len(TOPICS)]
-        text = template.format(pet=rng.choice(FILL["pet"]), name=rng.choice(FILL["name"]), n=rng.randint(2, 40),
-                               place=rng.choice(PLACES), org=rng.choice(FILL["org"]), thing=rng.choice(FILL["thing"]),
-                               person=rng.choice(PEOPLE), dish=rng.choice(FILL["dish"]))
-        who = PEOPLE[(step + i) % 2]
-        out.append({"id": f"S{step}:{i}", "speaker": who, "text": f"Yesterday I {text}.", "time": None})
-    return out
+    return [{"id": f"S{step}:{i}", "speaker": PEOPLE[(step + i) % 2], "text": synthetic_turn(rng, step, i), "time": None}
+            for i in range(turns)]
 
 
-def run_size(n_events: int, db: Path, embedder: str, turns_per_step: int, queries: int, seed: int = 0) -> dict:
+def questions(n: int) -> list[str]:
+    return [f"When did {PEOPLE[i % len(PEOPLE)]} go to {PLACES[(3 * i) % len(PLACES)]} for the {FILL['thing'][i % 5]}?"
+            for i in range(n)]
+
+
+# ---------------------------------------------------------------------------------------------- phases
+def ingest_pipeline(n_events: int, db: Path, embedder: str, turns_per_step: int, seed: int = 0) -> dict:
+    """The full construction pipeline (offline roles), step by step, as a user's `add` calls would."""
     from .. import Memory
 
     rng = random.Random(seed)
-    if db.exists():
-        db.unlink()
     mem = Memory(db, embedder=embedder)
     t0 = time.perf_counter()
     step, observations, events = 0, 0, 0
-    while events < n_events:  # counted from step records: re-reading the matrix each step is O(n) itself
+    checkpoints = []
+    while events < n_events:
         step += 1
-        day = 1 + step % 28
-        rec = mem.add(synthetic_step(rng, step, turns_per_step), namespace="scale", step=step,
-                      world_time=f"{day} May, 2023")
+        rec = mem.add(synthetic_step(rng, step, turns_per_step), namespace=NAMESPACE, step=step,
+                      world_time=f"{1 + step % 28} May, 2023")
         observations += rec.observations
         events += rec.events_new
+        if step % 50 == 0:
+            checkpoints.append((observations, round(time.perf_counter() - t0, 2)))
     ingest_s = time.perf_counter() - t0
     mem.close()
-    row = {"target_events": n_events, "observations": observations, "steps": step, "ingest_s": round(ingest_s, 2),
-           "observations_per_s": round(observations / ingest_s, 1), "events_per_s": round(events / ingest_s, 1)}
-    row.update(query_latency(db, embedder, queries))
-    return row | {"peak_rss_mb": peak_rss_mb(), "embedder": embedder, "turns_per_step": turns_per_step}
+    # throughput over the last tenth of the build: the rate at this size, not the average since empty
+    tail = [c for c in checkpoints if c[0] >= 0.9 * observations] or [(0, 0.0)]
+    rate_end = (observations - tail[0][0]) / max(ingest_s - tail[0][1], 1e-9)
+    return {"path": "pipeline", "observations": observations, "events": events, "steps": step,
+            "ingest_s": round(ingest_s, 2), "observations_per_s": round(observations / ingest_s, 1),
+            "observations_per_s_at_size": round(rate_end, 1), "ingest_peak_rss_mb": peak_rss_mb()}
 
 
-def query_latency(db: Path, embedder: str, queries: int) -> dict:
-    """Graph load and per-question latency over an existing scale database (also usable on its own when
-    an ingest has already been paid for)."""
+def ingest_direct(n_events: int, db: Path, embedder: str, per_event: int = 2, batch: int = 20_000,
+                  seed: int = 0) -> dict:
+    """Events written through the store API: `per_event` observations each, a temporal relation to the
+    previous event, 50 topics; the indexes maintained as after any step."""
+    import numpy as np
+
+    from ..embed import make_embedder
+    from ..models import Event, EventTime, Observation, Relation, Topic
+    from ..store import SQLiteStore
+
+    rng = random.Random(seed)
+    emb = make_embedder(embedder)
+    store = SQLiteStore(db)
+    store.set_meta("embedder", embedder)
+    store.ensure_namespace(NAMESPACE)
+    t0 = time.perf_counter()
+    done = store.event_count(NAMESPACE)
+    topic_vecs: dict[str, list] = {}
+    while done < n_events:
+        m = min(batch, n_events - done)
+        obs, events = [], []
+        for j in range(done, done + m):
+            step = j // 15 + 1
+            for i in range(per_event):
+                obs.append(Observation(id=f"S{step}:{j}:{i}", namespace=NAMESPACE, step=step, seq=(j % 15) * per_event + i,
+                                       speaker=PEOPLE[(j + i) % 2], text=synthetic_turn(rng, step, i + j),
+                                       time=f"{1 + step % 28} May, 2023"))
+        vecs = emb.embed([o.text for o in obs])
+        ev_vecs = vecs.reshape(m, per_event, -1).mean(axis=1)
+        for k, j in enumerate(range(done, done + m)):
+            span = obs[k * per_event:(k + 1) * per_event]
+            events.append(Event(id=f"e{j}", namespace=NAMESPACE, step=span[0].step, summary=" ".join(o.text for o in span),
+                                participants=sorted({o.speaker for o in span}), time=EventTime(text=span[0].time),
+                                observation_ids=[o.id for o in span], topic_id=f"t{j % 50}"))
+        with store.transaction():
+            store.add_observations(obs, vecs)
+            for k, (e, v) in enumerate(zip(events, ev_vecs)):
+                store.put_event(e, v)
+                topic_vecs.setdefault(e.topic_id, []).append(v)
+                if int(e.id[1:]) > 0:
+                    store.add_relation(Relation(id=f"r{e.id}", namespace=NAMESPACE, source=f"e{int(e.id[1:]) - 1}",
+                                                target=e.id, type="before", origin="within_step", step=e.step))
+        store.refresh_indexes(NAMESPACE)
+        done += m
+        print(f"direct: {done} events, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    with store.transaction():
+        for tid, vs in topic_vecs.items():
+            store.put_topic(Topic(id=tid, namespace=NAMESPACE, label=tid, size=len(vs)), np.mean(vs, axis=0))
+    ingest_s = time.perf_counter() - t0
+    n_obs = store.observation_count(NAMESPACE)
+    store.close()
+    return {"path": "store API", "observations": n_obs, "events": n_events, "steps": None,
+            "ingest_s": round(ingest_s, 2), "observations_per_s": round(n_obs / ingest_s, 1),
+            "ingest_peak_rss_mb": peak_rss_mb()}
+
+
+def measure_queries(db: Path, embedder: str, queries: int) -> dict:
+    """Per-question latency of `ask` and `search` over the finished database, in a fresh process."""
     from .. import Memory
     from .metrics import percentile
 
     mem = Memory(db, embedder=embedder)
-    t1 = time.perf_counter()
-    mem.graph("scale")
-    load_s = time.perf_counter() - t1
-    lat = []
-    for i in range(queries):
-        q = f"When did {PEOPLE[i % len(PEOPLE)]} go to {PLACES[i % len(PLACES)]}?"
-        t2 = time.perf_counter()
-        mem.ask(q, "scale")
-        lat.append(time.perf_counter() - t2)
-    events = len(mem.store.event_matrix("scale")[0])
+    t0 = time.perf_counter()
+    mem.ask("warm up", NAMESPACE)  # first ask: opens the index files, loads the embedder
+    first_s = time.perf_counter() - t0
+    asks, searches = [], []
+    for q in questions(queries):
+        t = time.perf_counter()
+        mem.ask(q, NAMESPACE)
+        asks.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        mem.search(q, NAMESPACE)
+        searches.append(time.perf_counter() - t)
     mem.close()
-    return {"events": events, "graph_load_s": round(load_s, 3), "query_p50_s": round(percentile(lat, 0.5), 4),
-            "query_p95_s": round(percentile(lat, 0.95), 4), "db_mb": round(db.stat().st_size / 2**20, 1)}
+    return {"first_ask_s": round(first_s, 3), "query_p50_s": round(percentile(asks, 0.5), 4),
+            "query_p95_s": round(percentile(asks, 0.95), 4), "search_p50_s": round(percentile(searches, 0.5), 4),
+            "query_peak_rss_mb": peak_rss_mb(), "db_mb": round(db.stat().st_size / 2**20, 1)}
+
+
+def measure_primitives(db: Path, embedder: str, queries: int, k: int = 10) -> dict:
+    """The building blocks, timed alone on the same data: an exact numpy scan over every observation
+    vector, one ANN lookup on the store's index, one BM25 top-k from the full-text index; and the ANN's
+    recall@k against the exact scan."""
+    import numpy as np
+
+    from ..embed import make_embedder
+    from ..store import SQLiteStore
+    from .metrics import percentile
+
+    emb = make_embedder(embedder)
+    store = SQLiteStore(db)
+    qs = questions(queries)
+    qv = emb.embed(qs)
+    store.search_observations(NAMESPACE, qv[0], k)  # open the index
+    ann, bm25, found = [], [], []
+    for q, v in zip(qs, qv):
+        t = time.perf_counter()
+        found.append([i for i, _ in store.search_observations(NAMESPACE, v, k)])
+        ann.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        store.lexical_search(NAMESPACE, q, 200)
+        bm25.append(time.perf_counter() - t)
+    ids, mat = store.observation_matrix(NAMESPACE)
+    store.close()
+    exact, recall = [], []
+    for v, got in zip(qv, found):
+        t = time.perf_counter()
+        sims = mat @ v
+        top = np.argpartition(-sims, k)[:k]
+        exact.append(time.perf_counter() - t)
+        recall.append(len({ids[i] for i in top} & set(got)) / k)
+    return {"exact_scan_p50_s": round(percentile(exact, 0.5), 5), "ann_p50_s": round(percentile(ann, 0.5), 5),
+            "bm25_p50_s": round(percentile(bm25, 0.5), 5), f"ann_recall@{k}": round(float(np.mean(recall)), 4)}
+
+
+def cold_ask(db: Path, embedder: str) -> dict:
+    """Wall time of a whole `compassmem ask` process (import, open, first search, answer)."""
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "compassmem", "ask", questions(1)[0], "--db", str(db),
+                           "--namespace", NAMESPACE], capture_output=True, text=True)  # embedder: the one it was built with
+    wall = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise RuntimeError(f"cold ask failed: {proc.stderr.strip()[-300:]}")
+    return {"cold_ask_s": round(wall, 2)}
+
+
+# ---------------------------------------------------------------------------------------------- driver
+PHASES = ("ingest", "queries", "primitives", "cold")
 
 
 def run_scale(sizes: list[int], out: Path, embedder: str = "hash", turns_per_step: int = 100, queries: int = 20,
-              log=print) -> list[dict]:
-    """One subprocess per size; each result lands in out/scale.json as soon as it ends, and a rerun
-    skips the sizes already measured with the same embedder and step size."""
+              direct_above: int = 100_000, log=print) -> list[dict]:
+    """Each phase of each size in its own subprocess; every finished phase lands in out/scale.json at
+    once, and a rerun skips what is already measured with the same embedder and step size."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "scale.json"
-    results = json.loads(path.read_text()) if path.is_file() else []
-    same = {r["target_events"] for r in results
-            if r.get("embedder") == embedder and r.get("turns_per_step", turns_per_step) == turns_per_step}
+    results = {r["target_events"]: r for r in (json.loads(path.read_text()) if path.is_file() else [])
+               if r.get("embedder") == embedder and r.get("turns_per_step") == turns_per_step}
     for n in sizes:
-        if n in same:
+        row = results.setdefault(n, {"target_events": n, "embedder": embedder, "turns_per_step": turns_per_step})
+        db = out / f"scale-{n}.db"
+        if all(p in row.get("done", []) for p in PHASES):
             log(f"scale: {n} events already measured, kept")
             continue
-        log(f"scale: {n} events …")
-        proc = subprocess.run([sys.executable, "-m", "compassmem.bench.scale", str(n), str(out / f"scale-{n}.db"),
-                               embedder, str(turns_per_step), str(queries)], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"scale run for {n} events failed: {proc.stderr.strip()[-500:]}")
-        row = json.loads(proc.stdout.strip().splitlines()[-1])
-        (out / f"scale-{n}.db").unlink(missing_ok=True)
-        log(json.dumps(row))
-        results = sorted([r for r in results if r["target_events"] != n] + [row], key=lambda r: r["target_events"])
-        path.write_text(json.dumps(results, indent=2))
-    _plot(results, out / "scale.png")
-    return results
+        for phase in PHASES:
+            if phase in row.get("done", []):
+                continue
+            if phase == "ingest":
+                _remove(out, n)
+            log(f"scale: {n} events, {phase} …")
+            args = [sys.executable, "-m", "compassmem.bench.scale", phase, str(n), str(db), embedder,
+                    str(turns_per_step), str(queries), str(direct_above)]
+            proc = subprocess.run(args, stdout=subprocess.PIPE, text=True)
+            if proc.returncode != 0:
+                raise RuntimeError(f"scale {phase} for {n} events failed (exit {proc.returncode})")
+            row.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+            row["done"] = row.get("done", []) + [phase]
+            path.write_text(json.dumps(sorted(results.values(), key=lambda r: r["target_events"]), indent=2))
+            log(json.dumps(row))
+        for name in ("exact_scan", "ann", "bm25"):
+            prim = row.get(f"{name}_p50_s")
+            if prim:
+                row[f"query_over_{name}"] = round(row["query_p50_s"] / prim, 1)
+        _remove(out, n)  # every phase is measured: the database (GBs at 1 M) is not needed again
+        path.write_text(json.dumps(sorted(results.values(), key=lambda r: r["target_events"]), indent=2))
+    return sorted(results.values(), key=lambda r: r["target_events"])
 
 
-def _plot(results: list[dict], path: Path) -> None:
-    import matplotlib
+def _remove(out: Path, n: int) -> None:
+    for p in out.glob(f"scale-{n}.db*"):
+        if p.is_dir():
+            for f in p.iterdir():
+                f.unlink()
+            p.rmdir()
+        else:
+            p.unlink()
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    xs = [r["events"] for r in results]
-    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
-    ax[0].plot(xs, [r["query_p50_s"] for r in results], "o-", label="p50")
-    ax[0].plot(xs, [r["query_p95_s"] for r in results], "o-", label="p95")
-    ax[0].set(xscale="log", xlabel="events", ylabel="query latency (s)", title="latency vs memory size")
-    ax[0].legend()
-    ax[1].plot(xs, [r["peak_rss_mb"] for r in results], "o-")
-    ax[1].set(xscale="log", xlabel="events", ylabel="peak RSS (MB)", title="memory vs size")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+def _phase(phase: str, n: int, db: Path, embedder: str, turns: int, queries: int, direct_above: int) -> dict:
+    if phase == "ingest":
+        return ingest_direct(n, db, embedder) if n > direct_above else ingest_pipeline(n, db, embedder, turns)
+    if phase == "queries":
+        return measure_queries(db, embedder, queries)
+    if phase == "primitives":
+        return measure_primitives(db, embedder, queries)
+    return cold_ask(db, embedder)
 
 
 if __name__ == "__main__":
-    n, db, emb, turns, queries = sys.argv[1:6]
-    print(json.dumps(run_size(int(n), Path(db), emb, int(turns), int(queries))))
+    phase, n, db, emb, turns, queries, direct_above = sys.argv[1:8]
+    print(json.dumps(_phase(phase, int(n), Path(db), emb, int(turns), int(queries), int(direct_above))))

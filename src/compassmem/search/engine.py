@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Union
 
 import numpy as np
 
@@ -23,6 +23,12 @@ from .responder import Responder, evidence_line, evidence_lines
 
 RANK_DEPTH = 1000  # observations ranked per ask: far more than the largest evidence budget needs
 PolicyFactory = Callable[[GraphView, np.ndarray], ExplorerPolicy]  # (graph, events × [q, subgoals] sims)
+# A whole GraphView, or a loader of the part of the graph some query texts need (GraphView.around)
+GraphSource = Union[GraphView, Callable[[list[str], np.ndarray], GraphView]]
+
+
+def view_of(source: GraphSource, texts: list[str], vectors: np.ndarray) -> GraphView:
+    return source if isinstance(source, GraphView) else source(texts, vectors)
 
 
 @dataclass
@@ -61,7 +67,7 @@ class SearchEngine:
         self.settings = settings or SearchSettings()
         self.llm = llm
 
-    def ask(self, graph: GraphView, question: str) -> Answer:
+    def ask(self, graph: GraphSource, question: str) -> Answer:
         s = self.settings
         question = check_question(question, s)
         scope = (self.llm.operation(deadline_s=self.llm.settings.ask_deadline_s, label="ask")
@@ -78,15 +84,16 @@ class SearchEngine:
         picks = self.roles.selector.select(query, subgoals, cands, graph, sv, s.max_start_nodes)
         return with_anchors(picks, cands, s.anchor_starts, s.max_start_nodes)
 
-    def _ask(self, graph: GraphView, question: str) -> Answer:
+    def _ask(self, source: GraphSource, question: str) -> Answer:
         s, roles = self.settings, self.roles
-        if graph.empty:
-            return Answer(question=question, namespace=graph.namespace,
-                          answer="Nothing is stored in this memory yet.", used_fallback=True)
         subgoals = roles.planner.plan(question, s.max_subgoals) if s.use_planner else [question]
         subgoals = subgoals or [question]
         qv = self.embedder.embed([question])[0]
         sv = self.embedder.embed(subgoals)
+        graph = view_of(source, [question, *subgoals], np.vstack([qv[None], sv]))
+        if graph.empty:
+            return Answer(question=question, namespace=graph.namespace,
+                          answer="Nothing is stored in this memory yet.", used_fallback=True)
         sims = graph.similarity(np.vstack([qv[None], sv]), [question, *subgoals])
         policy = roles.policy(graph, sims)
         frontier = Frontier(sims, graph.index, s.max_steps)
@@ -144,11 +151,13 @@ class SearchEngine:
             s.participant_weight, s.event_weight, s.relation_weight if s.use_relations else 0.0, s.kept_weight),
             limit=max(RANK_DEPTH, max(s.ranking_tokens, s.evidence_tokens) // 4))
 
-    def search(self, graph: GraphView, query: str, limit: int = 10) -> list[SearchHit]:
+    def search(self, source: GraphSource, query: str, limit: int = 10) -> list[SearchHit]:
         """Events ranked for a query, each with its matching observations and their scores: the graph's
         ranking without exploration or answering, so it makes no model call in any mode."""
         query = check_question(query, self.settings)
-        ids, scores = self.rank(graph, query)
+        qv = self.embedder.embed([query])[0]
+        graph = view_of(source, [query], qv[None])
+        ids, scores = self.rank(graph, query, qv)
         hits: dict[str, SearchHit] = {}
         for oid, score in zip(ids, scores):
             eid = graph.event_of(oid)

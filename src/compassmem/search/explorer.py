@@ -17,7 +17,7 @@ from ..prompts import prompt
 from ..schemas import ExploreBatchOut, ExploreOut
 from .frontier import Frontier
 from .graph import GraphView, Neighbour
-from .planner import content_words
+from ..text import content_words
 
 
 @dataclass
@@ -42,6 +42,8 @@ class ExplorerPolicy(Protocol):
 class OfflinePolicy:
     """Similarity-calibrated decisions. Thresholds are fractions of the best similarity any event has to
     the question / subgoal, so they work for any embedder without retuning."""
+
+    concurrent = False  # pure Python arithmetic: threads would only add start-up cost under the GIL
 
     def __init__(self, graph: GraphView, sims: np.ndarray, keep_ratio: float = 0.8, satisfy_ratio: float = 0.9,
                  follow_ratio: float = 0.7) -> None:
@@ -153,15 +155,18 @@ def run_rounds(n: int, frontier: Frontier, graph: GraphView, policy: ExplorerPol
     reproducible (same prompts, so LLM-cache hits on a re-ask) whatever the threads' timing. An explorer
     that said ANSWER sits out the following rounds."""
     active = list(range(n))
-    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="explorer") as pool:
+    threads = n if getattr(policy, "concurrent", True) else 0
+    with ThreadPoolExecutor(max_workers=max(threads, 1), thread_name_prefix="explorer") as pool:
         while active:
             claimed = frontier.take_many(len(active))
             if not claimed:
                 return
             ctxs = [_context(frontier, graph, eid, question, subgoals, max_next, use_relations) for eid in claimed]
             try:
-                if batched or len(ctxs) == 1:
-                    outs = policy.decide_batch(ctxs) if batched else [policy.decide(ctxs[0])]
+                if batched:
+                    outs = policy.decide_batch(ctxs)
+                elif len(ctxs) == 1 or not threads:
+                    outs = [policy.decide(c) for c in ctxs]
                 else:  # each explorer's call runs in a copy of this context: it counts for this ask
                     futures = [pool.submit(contextvars.copy_context().run, policy.decide, c) for c in ctxs]
                     outs = [f.result() for f in futures]

@@ -22,7 +22,7 @@ from ..embed import CachedEmbedder
 from ..models import Event, Observation
 from ..store import Store
 from ..timeutil import fmt, from_iso, resolve_in_text
-from .planner import content_words
+from ..text import content_words
 
 WHEN = re.compile(r"^\s*(when|what (?:year|month|date|day|time)|how long ago|which (?:year|month))\b", re.I)
 WHO_WHERE = re.compile(r"^\s*(who|where)\b", re.I)

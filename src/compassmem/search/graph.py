@@ -1,6 +1,6 @@
-"""A read-only snapshot of one namespace's Event Graph, loaded once per ask and shared by explorers.
+"""A read-only snapshot of the part of a namespace's Event Graph one ask needs, shared by explorers.
 
-Explorers run in threads; a snapshot means they never touch the database or see a half-written step.
+Explorers run in threads; a snapshot means they never see a half-written step.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..models import Event, Observation, Topic
 from ..store import Store
 
 
-_LOCK = threading.Lock()  # lazy BM25 build and the per-text score memo, shared by explorer threads
+_LOCK = threading.Lock()  # the per-text score and BM25 memos, shared by explorer threads
 
 
 @dataclass(frozen=True)
@@ -44,39 +44,74 @@ class GraphView:
     obs_event: np.ndarray | None = None  # row of obs_matrix -> row of matrix
     lexical_weight: float = 0.3
 
-    @classmethod
-    def load(cls, store: Store, namespace: str) -> "GraphView":
-        with store.snapshot():  # another process may commit a step between these reads
-            return cls._load(store, namespace)
+    store: Store | None = None  # where lexical scores come from (the store's full-text index)
 
     @classmethod
-    def _load(cls, store: Store, namespace: str) -> "GraphView":
-        if not store.has_namespace(namespace):
-            known = store.namespaces()
-            hint = f" (known: {', '.join(known[:10])})" if known else " (the database is empty)"
-            raise NamespaceNotFound(f"unknown namespace '{namespace}'{hint}")
-        events = {e.id: e for e in store.events(namespace)}
-        ids, mat = store.event_matrix(namespace)
-        adjacency: dict[str, list[Neighbour]] = {eid: [] for eid in events}
-        for r in store.relations(namespace):
+    def load(cls, store: Store, namespace: str) -> "GraphView":
+        """The whole namespace (inspection, tests, small memories). Search uses `around` instead."""
+        with store.snapshot():  # another process may commit a step between these reads
+            _check(store, namespace)
+            events, mat = store.get_events(namespace, list(store.event_topics(namespace)))
+            return cls._build(store, namespace, events, mat, store.relations(namespace))
+
+    @classmethod
+    def around(cls, store: Store, namespace: str, texts: list[str], vectors: np.ndarray, candidates: int = 200,
+               candidate_events: int = 50, expand: int = 30) -> "GraphView":
+        """The part of a namespace a question needs, read from the store's indexes: for each query text its
+        `candidates` nearest and `candidates` best-BM25 observations and `candidate_events` nearest events;
+        the events owning those observations; the typed neighbours of the `expand` best events; and all
+        observations of every loaded event. Nothing else is read, whatever the namespace's size."""
+        vectors = np.atleast_2d(vectors)
+        with store.snapshot():
+            _check(store, namespace)
+            lexical: dict[str, list[tuple[str, float]]] = {}
+            seeds: dict[str, float] = {}  # event id -> best similarity seen
+            hit_obs: dict[str, float] = {}
+            for text, vec in zip(texts, vectors):
+                if text in lexical:
+                    continue
+                for eid, sim in store.search_events(namespace, vec, candidate_events):
+                    seeds[eid] = max(sim, seeds.get(eid, -1.0))
+                for oid, sim in store.search_observations(namespace, vec, candidates):
+                    hit_obs[oid] = max(sim, hit_obs.get(oid, -1.0))
+                lexical[text] = store.lexical_search(namespace, text, candidates)
+                for oid, _ in lexical[text]:
+                    hit_obs.setdefault(oid, 0.0)
+            for oid, eid in store.owners(namespace, list(hit_obs)).items():
+                seeds[eid] = max(hit_obs[oid], seeds.get(eid, -1.0))
+            best = sorted(seeds, key=lambda e: -seeds[e])[:expand]
+            near = [r.target if r.source in best else r.source for r in store.relations_of(namespace, best)]
+            wanted = list(dict.fromkeys([*seeds, *near]))
+            events, mat = store.get_events(namespace, wanted)
+            view = cls._build(store, namespace, events, mat, store.relations_of(namespace, [e.id for e in events]))
+        for text, hits in lexical.items():  # the question's BM25 is already known: keep it
+            view._remember_lexical(text, hits)
+        return view
+
+    @classmethod
+    def _build(cls, store: Store, namespace: str, events: list[Event], mat: np.ndarray, relations) -> "GraphView":
+        ids = [e.id for e in events]
+        by_id = {e.id: e for e in events}
+        adjacency: dict[str, list[Neighbour]] = {eid: [] for eid in ids}
+        for r in relations:
             if r.source in adjacency and r.target in adjacency and r.source != r.target:
                 adjacency[r.source].append(Neighbour(r.target, r.type, True))
                 adjacency[r.target].append(Neighbour(r.source, r.type, False))
         members: dict[str, list[str]] = {}
-        for e in events.values():
+        for e in events:
             if e.topic_id:
                 members.setdefault(e.topic_id, []).append(e.id)
-        observations = {o.id: o for o in store.observations(namespace)}
-        topics = {t.id: t for t in store.topics(namespace)}
-        obs_ids, obs_mat = store.observation_matrix(namespace)
+        obs, obs_mat = store.observations_of(namespace, ids)
         row = {eid: i for i, eid in enumerate(ids)}
-        owner = {o: row[e.id] for e in events.values() for o in e.observation_ids if e.id in row}
-        keep = [i for i, o in enumerate(obs_ids) if o in owner]
-        obs_event = np.array([owner[obs_ids[i]] for i in keep], dtype=np.int64)
-        view = cls(namespace, events, ids, mat, adjacency, topics, members, observations,
-                   obs_mat[keep] if keep else None, obs_event if keep else None)
-        view._obs_order = [obs_ids[i] for i in keep]
-        view._owner = {o: e.id for e in events.values() for o in e.observation_ids}
+        owner = {o: e.id for e in events for o in e.observation_ids}
+        keep = [i for i, o in enumerate(obs) if o.id in owner]
+        topics = {t.id: t for t in store.topics(namespace)}
+        view = cls(namespace, by_id, ids, mat if len(ids) else np.zeros((0, 0), np.float32), adjacency, topics,
+                   members, {o.id: o for o in obs}, obs_mat[keep] if keep else None,
+                   np.array([row[owner[obs[i].id]] for i in keep], dtype=np.int64) if keep else None)
+        view.store = store
+        view._obs_order = [obs[i].id for i in keep]
+        view._owner = {o: e for o, e in owner.items() if o in view.observations}
         return view
 
     @property
@@ -88,15 +123,17 @@ class GraphView:
         self._obs_order: list[str] = []
         self._owner: dict[str, str] = {}
         self._score_memo: dict[str, np.ndarray] = {}
+        self._lexical: dict[str, list[tuple[str, float]]] = {}
 
     def index(self, event_id: str) -> int:
         return self._index[event_id]
 
     def observation_scores(self, queries: np.ndarray, texts: list[str] | None = None) -> np.ndarray:
         """observations (rows of obs_matrix, in `obs_order`) × queries: embedding similarity plus BM25
-        scaled to [0, 1] per query and weighted by lexical_weight, so rare exact words (names, objects)
-        count as they do for BM25 while paraphrases still meet through the embedding. A column given
-        with its text is remembered by that text: one ask scores its question once, not per stage."""
+        scaled to [0, 1] per query (by the namespace's best BM25 for it) and weighted by lexical_weight,
+        so rare exact words (names, objects) count as they do for BM25 while paraphrases still meet
+        through the embedding. A column given with its text is remembered by that text: one ask scores
+        its question once, not per stage."""
         q = np.atleast_2d(queries)
         if self.obs_matrix is None:
             return np.zeros((0, q.shape[0]))
@@ -108,9 +145,9 @@ class GraphView:
                 memo = self._score_memo.get(text)
             if memo is None:
                 memo = dots(self.obs_matrix, q[j : j + 1])[:, 0]
-                lex = self._bm25_scores(text) if self.lexical_weight > 0 else None
-                if lex is not None and lex.max() > 0:
-                    memo = memo + self.lexical_weight * lex / lex.max()
+                lex = self._lexical_scores(text) if self.lexical_weight > 0 else None
+                if lex is not None:
+                    memo = memo + self.lexical_weight * lex
                 with _LOCK:
                     if len(self._score_memo) >= 8:
                         self._score_memo.pop(next(iter(self._score_memo)))
@@ -127,31 +164,39 @@ class GraphView:
             sims = np.maximum(sims, self.event_max(self.observation_scores(q, texts), fill=-1.0))
         return sims
 
-    def _bm25_scores(self, text: str) -> np.ndarray | None:
-        """BM25 of every observation (text plus image caption) for one query text. Not memoised here:
-        observation_scores remembers the combined score per text."""
-        from .planner import content_words
-
+    def _remember_lexical(self, text: str, hits: list[tuple[str, float]]) -> None:
         with _LOCK:
-            if not hasattr(self, "_bm25"):
-                self._build_bm25()
-        words = content_words(text)
-        return np.asarray(self._bm25.get_scores(words)) if self._bm25 is not None and words else None
+            self._lexical[text] = hits
 
-    def _build_bm25(self) -> None:
-        from ..construct.segment import observation_text
-        from .lexical import BM25
-        from .planner import content_words
-
-        docs = [content_words(observation_text(self.observations[o])) or ["_"] for o in self._obs_order]
-        self._bm25 = BM25(docs) if docs else None
+    def _lexical_scores(self, text: str) -> np.ndarray | None:
+        """BM25 of the loaded observations for a text, divided by the namespace's best (0 outside the
+        store's top hits, which are at least as many as the candidates a search loads)."""
+        with _LOCK:
+            hits = self._lexical.get(text)
+        if hits is None:
+            if self.store is None:
+                return None
+            hits = self.store.lexical_search(self.namespace, text, max(len(self._obs_order), 1))
+            self._remember_lexical(text, hits)
+        if not hits or hits[0][1] <= 0:
+            return None
+        if not hasattr(self, "_obs_row"):
+            self._obs_row = {o: i for i, o in enumerate(self._obs_order)}
+        out = np.zeros(len(self._obs_order))
+        for oid, score in hits:
+            i = self._obs_row.get(oid)
+            if i is not None:
+                out[i] = score
+        return out / hits[0][1]
 
     def event_of(self, observation_id: str) -> str | None:
         return self._owner.get(observation_id)
 
     def speakers(self) -> list[str]:
+        """Everyone who speaks in the namespace (not only in the loaded part)."""
         if not hasattr(self, "_speakers"):
-            self._speakers = sorted({o.speaker for o in self.observations.values() if o.speaker})
+            self._speakers = (self.store.speakers(self.namespace) if self.store is not None
+                              else sorted({o.speaker for o in self.observations.values() if o.speaker}))
         return self._speakers
 
     def speaker_mask(self, names: set[str]) -> np.ndarray:
@@ -225,6 +270,13 @@ class GraphView:
             seen.add(n.event_id)
             out.append(n)
         return out
+
+
+def _check(store: Store, namespace: str) -> None:
+    if not store.has_namespace(namespace):
+        known = store.namespaces()
+        hint = f" (known: {', '.join(known[:10])})" if known else " (the database is empty)"
+        raise NamespaceNotFound(f"unknown namespace '{namespace}'{hint}")
 
 
 def approx_tokens(text: str) -> int:

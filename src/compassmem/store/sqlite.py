@@ -1,12 +1,12 @@
 """SQLite store: one file, WAL, foreign keys, one transaction per construction step.
 
-Vector search keeps one normalised numpy matrix per namespace in memory and drops it on any write
-to that namespace, so a read-heavy workload (asking) pays the load once.
+The store owns search: a per-namespace FTS5 table (BM25 in C) and per-namespace vector indexes
+(store/vectors.py) kept level with the tables through `vector_log`, so asking never loads a namespace
+whole and a crash never leaves an index that disagrees with the data.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import sqlite3
 import threading
@@ -19,41 +19,15 @@ import numpy as np
 from ..embed.base import dots
 from ..errors import StoreError
 from ..models import Event, EventTime, Observation, Relation, StepRecord, Topic, utcnow
+from ..text import index_terms
+from . import sqlite_io
+from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_VERSION, fts_name, new_token, observation_terms, statements,
+                            upgrade)
+from .vectors import IndexPolicy, VectorIndex, base_files, open_base, write_base
 
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS namespaces (name TEXT PRIMARY KEY, created_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS observations (
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  id TEXT NOT NULL, step INTEGER NOT NULL, seq INTEGER NOT NULL, speaker TEXT, text TEXT NOT NULL,
-  time TEXT, date TEXT, meta TEXT NOT NULL, ingested_at TEXT NOT NULL, embedding BLOB,
-  PRIMARY KEY (namespace, id));
-CREATE INDEX IF NOT EXISTS obs_step ON observations(namespace, step, seq);
-CREATE TABLE IF NOT EXISTS steps (
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  step INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (namespace, step));
-CREATE TABLE IF NOT EXISTS events (
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  id TEXT NOT NULL, step INTEGER NOT NULL, summary TEXT NOT NULL, participants TEXT NOT NULL,
-  time TEXT NOT NULL, observation_ids TEXT NOT NULL, topic_id TEXT, history TEXT NOT NULL,
-  embedding BLOB NOT NULL, PRIMARY KEY (namespace, id));
-CREATE TABLE IF NOT EXISTS relations (
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  id TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL, type TEXT NOT NULL,
-  evidence TEXT NOT NULL, origin TEXT NOT NULL, confidence REAL NOT NULL, step INTEGER NOT NULL,
-  PRIMARY KEY (namespace, id),
-  FOREIGN KEY (namespace, source) REFERENCES events(namespace, id) ON DELETE CASCADE,
-  FOREIGN KEY (namespace, target) REFERENCES events(namespace, id) ON DELETE CASCADE);
-CREATE INDEX IF NOT EXISTS rel_source ON relations(namespace, source);
-CREATE INDEX IF NOT EXISTS rel_target ON relations(namespace, target);
-CREATE TABLE IF NOT EXISTS topics (
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  id TEXT NOT NULL, label TEXT NOT NULL, size INTEGER NOT NULL, centroid BLOB NOT NULL,
-  PRIMARY KEY (namespace, id));
-CREATE TABLE IF NOT EXISTS llm_cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created_at TEXT NOT NULL);
-"""
+_KINDS = {"observations": ("observations", "embedding"), "events": ("events", "embedding"),
+          "topics": ("topics", "centroid")}
+_CHUNK = 500  # ids per IN (...) list
 
 
 def _blob(vec: np.ndarray) -> bytes:
@@ -70,55 +44,19 @@ def _normalise(m: np.ndarray) -> np.ndarray:
     return (m / norms).astype(np.float32)
 
 
-class _Vectors:
-    """ids + a growable row buffer: upserts are amortised O(dim), so building a namespace of n events
-    costs O(n) copies instead of reloading the whole matrix after every write."""
-
-    def __init__(self, ids: list[str], mat: np.ndarray) -> None:
-        self.ids = list(ids)
-        self.pos = {eid: i for i, eid in enumerate(self.ids)}
-        self.buf = mat.copy() if len(ids) else np.zeros((0, 0), np.float32)
-
-    def upsert(self, key: str, vec: np.ndarray) -> None:
-        v = np.asarray(vec, np.float32)
-        v = v / (np.linalg.norm(v) or 1.0)
-        if key in self.pos:
-            self.buf[self.pos[key]] = v
-            return
-        n = len(self.ids)
-        if self.buf.shape[0] == 0 or self.buf.shape[1] != v.shape[0]:
-            if n:
-                raise StoreError("embedding dimension changed inside a namespace")
-            self.buf = np.zeros((16, v.shape[0]), np.float32)
-        elif n >= self.buf.shape[0]:
-            self.buf = np.vstack([self.buf, np.zeros_like(self.buf)])
-        self.buf[n] = v
-        self.ids.append(key)
-        self.pos[key] = n
-
-    def remove(self, key: str) -> None:
-        i = self.pos.pop(key, None)
-        if i is None:
-            return
-        n = len(self.ids)
-        self.buf[i : n - 1] = self.buf[i + 1 : n]
-        self.ids.pop(i)
-        self.pos = {eid: j for j, eid in enumerate(self.ids)}
-
-    def view(self) -> tuple[list[str], np.ndarray]:
-        """Live, uncopied: only for searches done under the store lock."""
-        return self.ids, self.buf[: len(self.ids)]
-
-    def snapshot(self) -> tuple[list[str], np.ndarray]:
-        return list(self.ids), self.buf[: len(self.ids)].copy()
+def _chunks(ids: list, n: int = _CHUNK) -> Iterator[list]:
+    for i in range(0, len(ids), n):
+        yield ids[i : i + n]
 
 
 class SQLiteStore:
     """Thread-safe (one connection behind a lock); readers never see half a step."""
 
-    def __init__(self, path: str | Path, busy_timeout_s: float = 30.0) -> None:
+    def __init__(self, path: str | Path, busy_timeout_s: float = 30.0, index_policy: IndexPolicy | None = None) -> None:
         self.path = str(path)
         self.busy_timeout_s = busy_timeout_s
+        self.policy = index_policy or IndexPolicy()
+        self.index_dir = None if self.path == ":memory:" else Path(self.path + "-index")
         if self.path != ":memory:":
             parent = Path(self.path).expanduser().resolve().parent
             if not parent.is_dir():
@@ -131,18 +69,23 @@ class SQLiteStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
+            fresh = not self._conn.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone()
+            self._conn.executescript(SCHEMA)
             row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None and fresh:
+                for sql in statements(SCHEMA_V2):
+                    self._conn.execute(sql)
+                self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            elif row is not None and int(row[0]) < SCHEMA_VERSION:
+                upgrade(self._conn, int(row[0]))
+            elif row is not None and int(row[0]) > SCHEMA_VERSION:
+                raise StoreError(f"database {self.path} has schema v{row[0]}, this CompassMem reads "
+                                 f"v{SCHEMA_VERSION}; upgrade CompassMem")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open database {self.path}: {exc}") from None
-        if row is None:
-            self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) != SCHEMA_VERSION:
-            raise StoreError(f"database {self.path} has schema v{row[0]}, this CompassMem reads v{SCHEMA_VERSION}")
         self._lock = threading.RLock()
         self._depth = 0
-        self._matrices: dict[tuple[str, str], _Vectors] = {}
-        self._data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        self._indexes: dict[tuple[str, str, str], VectorIndex] = {}
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -159,7 +102,6 @@ class SQLiteStore:
                 except sqlite3.OperationalError as exc:
                     raise StoreError(f"database {self.path} is busy: another writer held it for more than "
                                      f"{self.busy_timeout_s:g} s ({exc}); nothing was written, try again") from None
-                self._sync()
             self._depth += 1
             try:
                 yield
@@ -167,7 +109,7 @@ class SQLiteStore:
                 self._depth -= 1
                 if outer:
                     self._conn.execute("ROLLBACK")
-                    self._matrices.clear()
+                    self._indexes.clear()  # they may have replayed rows that were never committed
                 raise
             self._depth -= 1
             if outer:
@@ -183,19 +125,10 @@ class SQLiteStore:
             self._conn.execute("BEGIN")
             self._depth += 1
             try:
-                self._sync()
                 yield
             finally:
                 self._depth -= 1
                 self._conn.execute("COMMIT")
-
-    def _sync(self) -> None:
-        """Drop the vector caches when another connection (another process) has committed since we
-        last looked: a cached matrix must never disagree with the tables."""
-        version = self._conn.execute("PRAGMA data_version").fetchone()[0]
-        if version != self._data_version:
-            self._data_version = version
-            self._matrices.clear()
 
     def _exec(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
         with self._lock:
@@ -205,78 +138,76 @@ class SQLiteStore:
         with self._lock:
             return self._conn.execute(sql, args).fetchall()
 
-    def _dirty(self, namespace: str) -> None:
-        for kind in ("events", "topics", "observations"):
-            self._matrices.pop((namespace, kind), None)
-
-    def _upsert_vec(self, namespace: str, kind: str, key: str, vec: np.ndarray) -> None:
-        cached = self._matrices.get((namespace, kind))
-        if cached is not None:
-            cached.upsert(key, vec)
+    def _in(self, sql: str, namespace: str, ids: list, extra: tuple = ()) -> list[tuple]:
+        """Run `sql` (with one `{marks}` placeholder for an IN list) over ids in chunks."""
+        out: list[tuple] = []
+        for chunk in _chunks(list(ids)):
+            out += self._rows(sql.format(marks=",".join("?" * len(chunk))), (namespace, *extra, *chunk))
+        return out
 
     # ------------------------------------------------------------------ namespaces
     def namespaces(self) -> list[str]:
         return [r[0] for r in self._rows("SELECT name FROM namespaces ORDER BY name")]
 
     def ensure_namespace(self, namespace: str) -> None:
-        self._exec("INSERT OR IGNORE INTO namespaces VALUES (?, ?)", (namespace, utcnow()))
+        with self.transaction():
+            if self._exec("INSERT OR IGNORE INTO namespaces VALUES (?, ?)", (namespace, utcnow())).rowcount:
+                new_token(self._conn, namespace)
 
     def has_namespace(self, namespace: str) -> bool:
         return bool(self._rows("SELECT 1 FROM namespaces WHERE name=?", (namespace,)))
 
+    def _token(self, namespace: str) -> str | None:
+        return self.get_meta(f"index_token/{namespace}")
+
     def delete_namespace(self, namespace: str) -> None:
         with self.transaction():
+            token = self._token(namespace)
             self._exec("DELETE FROM namespaces WHERE name=?", (namespace,))
-            self._exec("DELETE FROM meta WHERE key=?", (f"clustered_events/{namespace}",))
-        self._dirty(namespace)
+            self._exec("DELETE FROM meta WHERE key IN (?, ?)", (f"clustered_events/{namespace}", f"index_token/{namespace}"))
+            self._exec("DELETE FROM vector_log WHERE namespace=?", (namespace,))
+            if token:
+                self._exec(f'DROP TABLE IF EXISTS "{fts_name(token)}"')
+        for key in [k for k in self._indexes if k[0] == namespace]:
+            del self._indexes[key]
+        if token and self.index_dir is not None:
+            for kind in _KINDS:
+                for _, p in base_files(self.index_dir, token, kind):
+                    p.unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ export / import
-    _TABLES = ("namespaces", "observations", "steps", "events", "relations", "topics")  # dependency order
-
     def export_rows(self, namespace: str) -> Iterator[tuple[str, dict]]:
-        """(table, row) for every stored row of a namespace, exactly as stored (vectors as base64 float32),
-        from one consistent snapshot."""
-        with self.snapshot():
-            for table in self._TABLES:
-                key = "name" if table == "namespaces" else "namespace"
-                cur = self._conn.execute(f"SELECT * FROM {table} WHERE {key}=? ORDER BY rowid", (namespace,))
-                cols = [c[0] for c in cur.description]
-                for values in cur.fetchall():
-                    yield table, {c: ({"b64": base64.b64encode(v).decode()} if isinstance(v, bytes) else v)
-                                  for c, v in zip(cols, values)}
+        return sqlite_io.export_rows(self, namespace)
 
     def import_rows(self, rows: Iterable[tuple[str, dict]]) -> int:
-        """Insert exported rows in one transaction (all or nothing); returns the number of rows."""
-        n = 0
-        with self.transaction():
-            for table, row in rows:
-                if table not in self._TABLES:
-                    raise StoreError(f"unknown table '{table}' in import")
-                cols = list(row)
-                values = [base64.b64decode(v["b64"]) if isinstance(v, dict) and "b64" in v else v for v in row.values()]
-                try:
-                    self._conn.execute(f"INSERT INTO {table} ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})",
-                                       values)
-                except sqlite3.IntegrityError as exc:
-                    raise StoreError(f"import refused: {exc} (table {table})") from None
-                except sqlite3.OperationalError as exc:
-                    raise StoreError(f"import refused: {exc} (table {table}); is it a CompassMem export?") from None
-                n += 1
-            self._matrices.clear()
-        return n
+        return sqlite_io.import_rows(self, rows)
 
     # ------------------------------------------------------------------ observations
     def add_observations(self, observations: list[Observation], embeddings: np.ndarray | None = None) -> None:
         with self.transaction():
+            tokens: dict[str, str | None] = {}
             for i, o in enumerate(observations):
                 vec = _blob(embeddings[i]) if embeddings is not None else None
-                self._exec(
-                    "INSERT OR REPLACE INTO observations VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    (o.namespace, o.id, o.step, o.seq, o.speaker, o.text, o.time, o.date,
-                     json.dumps(o.meta), o.ingested_at, vec),
-                )
-                if vec is not None:
-                    self._upsert_vec(o.namespace, "observations", o.id, embeddings[i])
+                meta = json.dumps(o.meta)
+                rowid = self._exec(
+                    "INSERT INTO observations (namespace,id,step,seq,speaker,text,time,date,meta,ingested_at,embedding) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(namespace, id) DO UPDATE SET step=excluded.step, "
+                    "seq=excluded.seq, speaker=excluded.speaker, text=excluded.text, time=excluded.time, "
+                    "date=excluded.date, meta=excluded.meta, ingested_at=excluded.ingested_at, "
+                    "embedding=excluded.embedding RETURNING rowid",
+                    (o.namespace, o.id, o.step, o.seq, o.speaker, o.text, o.time, o.date, meta, o.ingested_at, vec),
+                ).fetchone()[0]
+                if o.namespace not in tokens:
+                    tokens[o.namespace] = self._token(o.namespace)
+                fts = fts_name(tokens[o.namespace] or "")
+                self._exec(f'DELETE FROM "{fts}" WHERE rowid=?', (rowid,))
+                self._exec(f'INSERT INTO "{fts}"(rowid, terms) VALUES (?, ?)', (rowid, observation_terms(o.text, meta)))
+                if o.speaker:
+                    self._exec("INSERT OR IGNORE INTO speakers VALUES (?, ?)", (o.namespace, o.speaker))
+                self._log(o.namespace, "observations", rowid)
+
+    def _log(self, namespace: str, kind: str, rowid: int) -> None:
+        self._exec("INSERT INTO vector_log (namespace, kind, key) VALUES (?, ?, ?)", (namespace, kind, rowid))
 
     _OBS_COLS = "namespace,id,step,seq,speaker,text,time,date,meta,ingested_at"
 
@@ -286,14 +217,9 @@ class SQLiteStore:
                            time=r[6], date=r[7], meta=json.loads(r[8]), ingested_at=r[9])
 
     def get_observations(self, namespace: str, ids: list[str]) -> list[Observation]:
-        found: dict[str, Observation] = {}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            for r in self._rows(f"SELECT {self._OBS_COLS} FROM observations WHERE namespace=? AND id IN ({marks})",
-                                (namespace, *chunk)):
-                found[r[1]] = self._obs(r)
-        return sorted(found.values(), key=lambda o: (o.step, o.seq))
+        rows = self._in(f"SELECT {self._OBS_COLS} FROM observations WHERE namespace=? AND id IN ({{marks}})",
+                        namespace, list(dict.fromkeys(ids)))
+        return sorted((self._obs(r) for r in rows), key=lambda o: (o.step, o.seq))
 
     def observations(self, namespace: str, step: int | None = None) -> list[Observation]:
         if step is None:
@@ -302,6 +228,40 @@ class SQLiteStore:
             rows = self._rows(f"SELECT {self._OBS_COLS} FROM observations WHERE namespace=? AND step=? ORDER BY seq",
                               (namespace, step))
         return [self._obs(r) for r in rows]
+
+    def observations_of(self, namespace: str, event_ids: list[str]) -> tuple[list[Observation], np.ndarray]:
+        """The observations owned by these events, in stream order, with their normalised vectors (zero
+        rows where none is stored): what a search loads for its candidate events, and nothing more."""
+        rows = self._in(f"SELECT {self._OBS_COLS}, embedding FROM observations WHERE namespace=? "
+                        "AND event IN ({marks})", namespace, list(dict.fromkeys(event_ids)))
+        rows.sort(key=lambda r: (r[2], r[3]))
+        return [self._obs(r) for r in rows], self._matrix_of([r[10] for r in rows])
+
+    @staticmethod
+    def _matrix_of(blobs: list[bytes | None]) -> np.ndarray:
+        dim = next((len(b) // 4 for b in blobs if b is not None), 0)
+        out = np.zeros((len(blobs), dim), np.float32)
+        for i, b in enumerate(blobs):
+            if b is not None:
+                out[i] = _unblob(b)
+        return _normalise(out) if len(blobs) else out
+
+    def observation_vectors(self, namespace: str, ids: list[str]) -> np.ndarray:
+        """Normalised rows for the given observation ids, in order (zeros for an id without a vector)."""
+        found = dict(self._in("SELECT id, embedding FROM observations WHERE namespace=? AND id IN ({marks})",
+                              namespace, list(dict.fromkeys(ids))))
+        return self._matrix_of([found.get(i) for i in ids])
+
+    def owners(self, namespace: str, observation_ids: list[str]) -> dict[str, str]:
+        """observation id → id of the event it belongs to (observations in no event are left out)."""
+        return {o: e for o, e in self._in("SELECT id, event FROM observations WHERE namespace=? AND id IN ({marks})",
+                                          namespace, list(dict.fromkeys(observation_ids))) if e is not None}
+
+    def observation_count(self, namespace: str) -> int:
+        return int(self._rows("SELECT COUNT(*) FROM observations WHERE namespace=?", (namespace,))[0][0])
+
+    def speakers(self, namespace: str) -> list[str]:
+        return [r[0] for r in self._rows("SELECT name FROM speakers WHERE namespace=? ORDER BY name", (namespace,))]
 
     # ------------------------------------------------------------------ steps
     def get_step(self, namespace: str, step: int) -> StepRecord | None:
@@ -324,13 +284,20 @@ class SQLiteStore:
 
     # ------------------------------------------------------------------ events
     def put_event(self, event: Event, embedding: np.ndarray) -> None:
-        self._exec(
-            "INSERT OR REPLACE INTO events VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (event.namespace, event.id, event.step, event.summary, json.dumps(event.participants),
-             event.time.model_dump_json(), json.dumps(event.observation_ids), event.topic_id,
-             json.dumps(event.history), _blob(embedding)),
-        )
-        self._upsert_vec(event.namespace, "events", event.id, embedding)
+        with self.transaction():
+            rowid = self._exec(
+                "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(namespace, id) DO UPDATE SET "
+                "step=excluded.step, summary=excluded.summary, participants=excluded.participants, "
+                "time=excluded.time, observation_ids=excluded.observation_ids, topic_id=excluded.topic_id, "
+                "history=excluded.history, embedding=excluded.embedding RETURNING rowid",
+                (event.namespace, event.id, event.step, event.summary, json.dumps(event.participants),
+                 event.time.model_dump_json(), json.dumps(event.observation_ids), event.topic_id,
+                 json.dumps(event.history), _blob(embedding)),
+            ).fetchone()[0]
+            for chunk in _chunks(event.observation_ids):
+                self._exec(f"UPDATE observations SET event=? WHERE namespace=? AND id IN ({','.join('?' * len(chunk))})",
+                           (event.id, event.namespace, *chunk))
+            self._log(event.namespace, "events", rowid)
 
     @staticmethod
     def _event(r: tuple) -> Event:
@@ -344,64 +311,168 @@ class SQLiteStore:
         rows = self._rows(f"SELECT {self._EVENT_COLS} FROM events WHERE namespace=? AND id=?", (namespace, event_id))
         return self._event(rows[0]) if rows else None
 
+    def get_events(self, namespace: str, ids: list[str]) -> tuple[list[Event], np.ndarray]:
+        """These events (unknown ids skipped) in the order asked, with their normalised vectors."""
+        rows = {r[1]: r for r in self._in(f"SELECT {self._EVENT_COLS}, embedding FROM events WHERE namespace=? "
+                                          "AND id IN ({marks})", namespace, list(dict.fromkeys(ids)))}
+        found = [rows[i] for i in dict.fromkeys(ids) if i in rows]
+        return [self._event(r) for r in found], self._matrix_of([r[9] for r in found])
+
     def events(self, namespace: str) -> list[Event]:
         rows = self._rows(f"SELECT {self._EVENT_COLS} FROM events WHERE namespace=? ORDER BY rowid", (namespace,))
         return [self._event(r) for r in rows]
 
-    def _matrix(self, namespace: str, table: str, col: str) -> tuple[list[str], np.ndarray]:
-        with self._lock:
-            return self._vectors(namespace, table, col).snapshot()
-
-    def observation_vectors(self, namespace: str, ids: list[str]) -> np.ndarray:
-        """Normalised rows for the given observation ids (zeros for an id without a vector), copying only
-        those rows, never the namespace's whole matrix."""
-        with self._lock:
-            vectors = self._vectors(namespace, "observations", "embedding")
-            known, mat = vectors.view()
-            out = np.zeros((len(ids), mat.shape[1] if mat.ndim == 2 else 0), np.float32)
-            for i, oid in enumerate(ids):
-                row = vectors.pos.get(oid)
-                if row is not None:
-                    out[i] = mat[row]
-            return out
-
-    def _search(self, namespace: str, table: str, col: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        with self._lock:
-            ids, mat = self._vectors(namespace, table, col).view()
-            if not ids or k <= 0:
-                return []
-            q = np.asarray(query, dtype=np.float32)
-            sims = dots(mat, q / (np.linalg.norm(q) or 1.0))
-            k = min(k, len(ids))
-            top = np.argpartition(-sims, k - 1)[:k]
-            top = top[np.argsort(-sims[top], kind="stable")]
-            return [(ids[i], float(sims[i])) for i in top]
-
-    def _vectors(self, namespace: str, table: str, col: str) -> _Vectors:
-        key = (namespace, table)
-        with self._lock:
-            if not self._depth:
-                self._sync()
-            cached = self._matrices.get(key)
-            if cached is None:
-                rows = self._conn.execute(
-                    f"SELECT id, {col} FROM {table} WHERE namespace=? AND {col} IS NOT NULL ORDER BY rowid",
-                    (namespace,)).fetchall()
-                mat = _normalise(np.stack([_unblob(r[1]) for r in rows])) if rows else np.zeros((0, 0), np.float32)
-                cached = self._matrices[key] = _Vectors([r[0] for r in rows], mat)
-            return cached
+    def _table_matrix(self, namespace: str, kind: str) -> tuple[list[str], np.ndarray]:
+        table, col = _KINDS[kind]
+        rows = self._rows(f"SELECT id, {col} FROM {table} WHERE namespace=? AND {col} IS NOT NULL ORDER BY rowid",
+                          (namespace,))
+        return [r[0] for r in rows], self._matrix_of([r[1] for r in rows])
 
     def event_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
-        return self._matrix(namespace, "events", "embedding")
+        """Every event's vector: re-clustering reads it (on a geometric schedule); search never does."""
+        return self._table_matrix(namespace, "events")
 
     def observation_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
-        return self._matrix(namespace, "observations", "embedding")
+        return self._table_matrix(namespace, "observations")
 
+    def topic_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
+        return self._table_matrix(namespace, "topics")
+
+    # ------------------------------------------------------------------ ranked search (the store owns it)
     def search_events(self, namespace: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        return self._search(namespace, "events", "embedding", query, k)
+        return self._search(namespace, "events", query, k)
+
+    def search_observations(self, namespace: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        return self._search(namespace, "observations", query, k)
 
     def search_topics(self, namespace: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        return self._search(namespace, "topics", "centroid", query, k)
+        return self._search(namespace, "topics", query, k)
+
+    def lexical_search(self, namespace: str, text: str, k: int) -> list[tuple[str, float]]:
+        """(observation id, BM25) of the k best observations for a text's terms (text.index_terms), from the
+        namespace's FTS5 index; scores are positive, best first."""
+        terms = index_terms(text)
+        token = self._token(namespace)
+        if not terms or not token or k <= 0:
+            return []
+        match = " OR ".join(f'"{t}"' for t in terms)
+        fts = fts_name(token)
+        rows = self._rows(f'SELECT o.id, -s.score FROM (SELECT rowid AS r, bm25("{fts}") AS score FROM "{fts}" '
+                          f'WHERE "{fts}" MATCH ? ORDER BY score LIMIT ?) s JOIN observations o ON o.rowid = s.r',
+                          (match, k))
+        return sorted(((i, float(s)) for i, s in rows), key=lambda x: -x[1])
+
+    def _search(self, namespace: str, kind: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The index's k nearest rows, re-scored exactly from the stored float32 vectors (an int8 base only
+        chooses candidates), best first."""
+        if k <= 0:
+            return []
+        table, col = _KINDS[kind]
+        with self._lock:
+            index = self._index(namespace, kind)
+            if index is None:
+                return []
+            keys, _ = index.search(query, max(2 * k, k + 16), self.policy)  # oversample: an int8 base only proposes
+            if not len(keys):
+                return []
+            rows = self._in(f"SELECT id, {col} FROM {table} WHERE namespace=? AND rowid IN ({{marks}})", namespace,
+                            [int(x) for x in keys])
+        q = np.asarray(query, np.float32)
+        sims = dots(self._matrix_of([r[1] for r in rows]), q / (np.linalg.norm(q) or 1.0))
+        order = np.lexsort((np.arange(len(rows)), -sims))
+        return [(rows[i][0], float(sims[i])) for i in order[:k]]
+
+    # ------------------------------------------------------------------ vector indexes
+    def _head(self) -> int:
+        return int(self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM vector_log").fetchone()[0])
+
+    def _index(self, namespace: str, kind: str) -> VectorIndex | None:
+        """The (namespace, kind) index, caught up with the tables; folded into a new base file when due and
+        no transaction is open (a base must never hold uncommitted rows)."""
+        token = self._token(namespace)
+        if token is None:
+            return None
+        key = (namespace, kind, token)
+        head = self._head()  # read before any row: replaying a change twice is harmless, missing one is not
+        index = self._indexes.get(key)
+        if index is None:
+            index = self._indexes[key] = self._open(namespace, kind, token, head)
+        elif index.seq < head:
+            self._catch_up(index, namespace, kind, head)
+        if not self._depth and index.due(self.policy):
+            index = self._indexes[key] = write_base(self.index_dir, token, kind, index, self.policy)
+        return index
+
+    def _open(self, namespace: str, kind: str, token: str, head: int) -> VectorIndex:
+        table, col = _KINDS[kind]
+        for seq, path in (base_files(self.index_dir, token, kind) if self.index_dir is not None else []):
+            if seq > head:
+                continue  # written by a transaction this database never kept: not ours
+            try:
+                base = open_base(path)
+            except Exception:  # an unreadable file is only a cache: fall back to the tables
+                continue
+            index = VectorIndex(seq=seq, base=base, base_seq=seq, base_size=len(base), base_path=str(path))
+            self._catch_up(index, namespace, kind, head)
+            return index
+        index = VectorIndex(seq=head)
+        select = f"SELECT rowid, {col} FROM {table} WHERE namespace=? AND {col} IS NOT NULL ORDER BY rowid"
+        count = self._conn.execute(f"SELECT COUNT(*) FROM {table} WHERE namespace=?", (namespace,)).fetchone()[0]
+        if count >= self.policy.ann_min_rows and not self._depth:  # large and no base yet: build it in pieces
+            cur = self._conn.execute(select, (namespace,))
+            chunks = ((([r[0] for r in b]), np.stack([_unblob(r[1]) for r in b])) for b in iter(lambda: cur.fetchmany(20_000), []))
+            return write_base(self.index_dir, token, kind, index, self.policy, chunks)
+        index.apply({r[0]: _unblob(r[1]) for r in self._conn.execute(select, (namespace,))})
+        return index
+
+    def _catch_up(self, index: VectorIndex, namespace: str, kind: str, head: int) -> None:
+        table, col = _KINDS[kind]
+        keys = [r[0] for r in self._conn.execute(
+            "SELECT DISTINCT key FROM vector_log WHERE namespace=? AND kind=? AND seq>? AND seq<=?",
+            (namespace, kind, index.seq, head))]
+        current: dict[int, np.ndarray | None] = {k: None for k in keys}
+        for chunk in _chunks(keys):
+            for rowid, blob in self._conn.execute(
+                    f"SELECT rowid, {col} FROM {table} WHERE namespace=? AND rowid IN ({','.join('?' * len(chunk))})",
+                    (namespace, *chunk)):
+                current[rowid] = _unblob(blob) if blob is not None else None
+        index.apply(current)
+        index.seq = head
+
+    def refresh_indexes(self, namespace: str) -> None:
+        """Bring every vector index of a namespace level with the tables now (and fold due deltas into
+        base files), instead of at the next search."""
+        with self._lock:
+            for kind in _KINDS:
+                self._index(namespace, kind)
+
+    def check_indexes(self, namespace: str) -> list[str]:
+        """Disagreements between the indexes and the tables (empty when they agree): every table row with a
+        vector is in its index and nothing else is; every observation is in the full-text index once."""
+        problems: list[str] = []
+        with self.snapshot():
+            for kind, (table, col) in _KINDS.items():
+                index = self._index(namespace, kind)
+                want = {r[0] for r in self._conn.execute(
+                    f"SELECT rowid FROM {table} WHERE namespace=? AND {col} IS NOT NULL", (namespace,))}
+                have = index.all_keys() if index is not None else set()
+                if want != have:
+                    problems.append(f"{kind}: {len(want - have)} rows missing from the index, "
+                                    f"{len(have - want)} index entries without a row")
+            token = self._token(namespace)
+            if token is None:
+                problems.append("no index token")
+                return problems
+            fts = fts_name(token)
+            want = {r[0]: observation_terms(r[1], r[2]) for r in self._conn.execute(
+                "SELECT rowid, text, meta FROM observations WHERE namespace=?", (namespace,))}
+            have = dict(self._conn.execute(f'SELECT rowid, terms FROM "{fts}"').fetchall())
+            if set(want) != set(have):
+                problems.append(f"full-text: {len(set(want) - set(have))} observations missing, "
+                                f"{len(set(have) - set(want))} entries without an observation")
+            elif any(want[r] != have[r] for r in want):
+                problems.append("full-text: entries disagree with their observation's text")
+        return problems
 
     # ------------------------------------------------------------------ relations
     def add_relation(self, relation: Relation) -> None:
@@ -410,22 +481,36 @@ class SQLiteStore:
                    (r.namespace, r.id, r.source, r.target, r.type, json.dumps(r.evidence), r.origin,
                     r.confidence, r.step))
 
+    @staticmethod
+    def _relation(r: tuple) -> Relation:
+        return Relation(namespace=r[0], id=r[1], source=r[2], target=r[3], type=r[4],
+                        evidence=json.loads(r[5]), origin=r[6], confidence=r[7], step=r[8])
+
     def relations(self, namespace: str) -> list[Relation]:
         rows = self._rows("SELECT * FROM relations WHERE namespace=? ORDER BY rowid", (namespace,))
-        return [Relation(namespace=r[0], id=r[1], source=r[2], target=r[3], type=r[4],
-                         evidence=json.loads(r[5]), origin=r[6], confidence=r[7], step=r[8]) for r in rows]
+        return [self._relation(r) for r in rows]
+
+    def relations_of(self, namespace: str, event_ids: list[str]) -> list[Relation]:
+        """Relations with either end in these events (indexed lookups, stored order)."""
+        ids = list(dict.fromkeys(event_ids))
+        rows = {r[1]: r for end in ("source", "target")
+                for r in self._in(f"SELECT rowid, * FROM relations WHERE namespace=? AND {end} IN ({{marks}})",
+                                  namespace, ids)}
+        return [self._relation(r[1:]) for r in sorted(rows.values(), key=lambda r: r[0])]
 
     # ------------------------------------------------------------------ topics
     def put_topic(self, topic: Topic, centroid: np.ndarray) -> None:
-        self._exec("INSERT OR REPLACE INTO topics VALUES (?,?,?,?,?)",
-                   (topic.namespace, topic.id, topic.label, topic.size, _blob(centroid)))
-        self._upsert_vec(topic.namespace, "topics", topic.id, centroid)
+        with self.transaction():
+            rowid = self._exec("INSERT INTO topics VALUES (?,?,?,?,?) ON CONFLICT(namespace, id) DO UPDATE SET "
+                               "label=excluded.label, size=excluded.size, centroid=excluded.centroid RETURNING rowid",
+                               (topic.namespace, topic.id, topic.label, topic.size, _blob(centroid))).fetchone()[0]
+            self._log(topic.namespace, "topics", rowid)
 
     def delete_topic(self, namespace: str, topic_id: str) -> None:
-        self._exec("DELETE FROM topics WHERE namespace=? AND id=?", (namespace, topic_id))
-        cached = self._matrices.get((namespace, "topics"))
-        if cached is not None:
-            cached.remove(topic_id)
+        with self.transaction():
+            for (rowid,) in self._rows("DELETE FROM topics WHERE namespace=? AND id=? RETURNING rowid",
+                                       (namespace, topic_id)):
+                self._log(namespace, "topics", rowid)
 
     def get_topic(self, namespace: str, topic_id: str) -> tuple[Topic, np.ndarray] | None:
         rows = self._rows("SELECT namespace,id,label,size,centroid FROM topics WHERE namespace=? AND id=?",
@@ -438,9 +523,6 @@ class SQLiteStore:
     def topics(self, namespace: str) -> list[Topic]:
         rows = self._rows("SELECT namespace,id,label,size FROM topics WHERE namespace=? ORDER BY rowid", (namespace,))
         return [Topic(namespace=r[0], id=r[1], label=r[2], size=r[3]) for r in rows]
-
-    def topic_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
-        return self._matrix(namespace, "topics", "centroid")
 
     def set_event_topics(self, namespace: str, assignment: dict[str, str]) -> None:
         with self.transaction():

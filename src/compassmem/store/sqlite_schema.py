@@ -1,0 +1,128 @@
+"""The SQLite schema, and the upgrade of an older database in place.
+
+v2 (issue #10) adds what lets search touch only what it needs: each observation's owning event, a
+speakers table, a per-namespace FTS5 table (`fts_<token>`, BM25 in C over the analyzer's terms) and the
+`vector_log` that keeps vector indexes level with the tables.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+
+from ..text import index_terms
+
+SCHEMA_VERSION = 2
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS namespaces (name TEXT PRIMARY KEY, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS observations (
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  id TEXT NOT NULL, step INTEGER NOT NULL, seq INTEGER NOT NULL, speaker TEXT, text TEXT NOT NULL,
+  time TEXT, date TEXT, meta TEXT NOT NULL, ingested_at TEXT NOT NULL, embedding BLOB, event TEXT,
+  PRIMARY KEY (namespace, id));
+CREATE INDEX IF NOT EXISTS obs_step ON observations(namespace, step, seq);
+CREATE TABLE IF NOT EXISTS steps (
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  step INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (namespace, step));
+CREATE TABLE IF NOT EXISTS events (
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  id TEXT NOT NULL, step INTEGER NOT NULL, summary TEXT NOT NULL, participants TEXT NOT NULL,
+  time TEXT NOT NULL, observation_ids TEXT NOT NULL, topic_id TEXT, history TEXT NOT NULL,
+  embedding BLOB NOT NULL, PRIMARY KEY (namespace, id));
+CREATE TABLE IF NOT EXISTS relations (
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  id TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL, type TEXT NOT NULL,
+  evidence TEXT NOT NULL, origin TEXT NOT NULL, confidence REAL NOT NULL, step INTEGER NOT NULL,
+  PRIMARY KEY (namespace, id),
+  FOREIGN KEY (namespace, source) REFERENCES events(namespace, id) ON DELETE CASCADE,
+  FOREIGN KEY (namespace, target) REFERENCES events(namespace, id) ON DELETE CASCADE);
+CREATE INDEX IF NOT EXISTS rel_source ON relations(namespace, source);
+CREATE INDEX IF NOT EXISTS rel_target ON relations(namespace, target);
+CREATE TABLE IF NOT EXISTS topics (
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  id TEXT NOT NULL, label TEXT NOT NULL, size INTEGER NOT NULL, centroid BLOB NOT NULL,
+  PRIMARY KEY (namespace, id));
+CREATE TABLE IF NOT EXISTS llm_cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created_at TEXT NOT NULL);
+"""
+
+SCHEMA_V2 = """
+CREATE INDEX IF NOT EXISTS obs_event ON observations(namespace, event);
+CREATE INDEX IF NOT EXISTS event_topic ON events(namespace, topic_id);
+CREATE TABLE IF NOT EXISTS speakers (
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  name TEXT NOT NULL, PRIMARY KEY (namespace, name));
+CREATE TABLE IF NOT EXISTS vector_log (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL, kind TEXT NOT NULL, key INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS vector_log_ns ON vector_log(namespace, kind, seq);
+"""
+
+
+def fts_name(token: str) -> str:
+    return f"fts_{token}"
+
+
+def create_fts(conn: sqlite3.Connection, token: str) -> None:
+    conn.execute(f'CREATE VIRTUAL TABLE IF NOT EXISTS "{fts_name(token)}" USING fts5(terms, '
+                 "tokenize='unicode61 remove_diacritics 0')")
+
+
+def observation_terms(text: str, meta: str | dict) -> str:
+    """What the full-text index stores for an observation: its text and a shared image's caption."""
+    m = json.loads(meta) if isinstance(meta, str) else meta
+    caption = m.get("image") if isinstance(m, dict) else None
+    return " ".join(index_terms(text + (f" [image: {caption}]" if caption else "")))
+
+
+def new_token(conn: sqlite3.Connection, namespace: str) -> str:
+    """A fresh index token for a namespace: FTS table and vector files are named by it, so a namespace
+    forgotten and created again never meets its predecessor's files."""
+    token = uuid.uuid4().hex
+    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"index_token/{namespace}", token))
+    create_fts(conn, token)
+    return token
+
+
+def index_namespace(conn: sqlite3.Connection, namespace: str) -> str:
+    """Build a namespace's derived rows from its tables (upgrade, import): token + FTS rows, speakers,
+    observation owners. Returns the token."""
+    token = new_token(conn, namespace)
+    fts = fts_name(token)
+    rows = conn.execute("SELECT rowid, text, meta FROM observations WHERE namespace=?", (namespace,)).fetchall()
+    conn.executemany(f'INSERT INTO "{fts}"(rowid, terms) VALUES (?, ?)',
+                     [(r[0], observation_terms(r[1], r[2])) for r in rows])
+    conn.execute("INSERT OR IGNORE INTO speakers SELECT DISTINCT namespace, speaker FROM observations "
+                 "WHERE namespace=? AND speaker IS NOT NULL", (namespace,))
+    for eid, obs in conn.execute("SELECT id, observation_ids FROM events WHERE namespace=?", (namespace,)).fetchall():
+        ids = json.loads(obs)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            conn.execute(f"UPDATE observations SET event=? WHERE namespace=? AND id IN ({','.join('?' * len(chunk))})",
+                         (eid, namespace, *chunk))
+    return token
+
+
+def statements(script: str) -> list[str]:
+    """A script's statements one by one: executescript would COMMIT an open transaction first."""
+    return [x.strip() for x in script.split(";") if x.strip()]
+
+
+def upgrade(conn: sqlite3.Connection, version: int) -> None:
+    """v1 → v2 in one transaction: the new column, tables and indexes, then each namespace indexed."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if version < 2:
+            cols = {r[1] for r in conn.execute("PRAGMA table_info(observations)")}
+            if "event" not in cols:
+                conn.execute("ALTER TABLE observations ADD COLUMN event TEXT")
+            for sql in statements(SCHEMA_V2):
+                conn.execute(sql)
+            for (namespace,) in conn.execute("SELECT name FROM namespaces").fetchall():
+                index_namespace(conn, namespace)
+        conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

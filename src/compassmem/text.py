@@ -1,0 +1,43 @@
+"""The word analyzer every lexical part shares: the store's full-text index, BM25 baselines, the offline
+roles. One definition, so a stored index and a query can never disagree about what a word is."""
+
+from __future__ import annotations
+
+import re
+
+_STOP = set("""a an the and or but of to in on at for with from by as is are was were be been do does did what
+which who whom whose when where why how has have had that this these those it its their his her they he she
+you your i me my we our can could would should will about into did does any some ever""".split())
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper: enough for 'finished'/'finish' and 'paintings'/'painting' to meet."""
+    w = word.lower().strip("'")
+    if w.endswith("'s"):
+        w = w[:-2]
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 4 and w.endswith(("ches", "shes", "sses", "xes")):
+        return w[:-2]
+    for suffix in ("ing", "ed"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            return w[: -len(suffix)]
+    if w.endswith("s") and not w.endswith(("ss", "us", "is")) and len(w) > 3:
+        return w[:-1]
+    return w
+
+
+def content_words(text: str) -> list[str]:
+    return [stem(w) for w in _WORD.findall(text) if w.lower() not in _STOP and len(w) > 1]
+
+
+def index_terms(text: str) -> list[str]:
+    """content_words reduced to [0-9a-z]: what a full-text index stores and is queried with (no
+    apostrophes or hyphens, which a tokenizer would split differently on each side)."""
+    out = []
+    for w in content_words(text):
+        t = re.sub(r"[^0-9a-z]", "", w)
+        if t:
+            out.append(t)
+    return out

@@ -1,0 +1,134 @@
+"""The store's own indexes (issue #10): the vector indexes and the full-text index agree with the tables,
+an index kept up incrementally answers like one rebuilt from scratch, and an older database upgrades."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+from compassmem import Memory
+from compassmem.store import SQLiteStore
+from compassmem.store.sqlite_schema import fts_name
+from compassmem.store.vectors import IndexPolicy, base_files
+
+from test_concurrency import _steps
+
+SMALL = IndexPolicy(ann_min_rows=40, delta_min_rows=8, delta_fraction=0.05)
+
+
+def _build(db, policy=SMALL, n_steps=10, namespace="k") -> None:
+    with Memory(store=SQLiteStore(db, index_policy=policy), embedder="hash") as mem:
+        for step, obs, when in _steps(namespace, n_steps=n_steps, turns=8):
+            mem.add(obs, namespace=namespace, step=step, world_time=when)
+
+
+def _exact(store: SQLiteStore, namespace: str, kind: str, q: np.ndarray, k: int) -> list[str]:
+    ids, mat = store.observation_matrix(namespace) if kind == "observations" else store.event_matrix(namespace)
+    sims = mat @ (q / np.linalg.norm(q))
+    return [ids[i] for i in np.lexsort((np.arange(len(ids)), -sims))[:k]]
+
+
+def _built_store(tmp_path) -> tuple[SQLiteStore, str]:
+    """A store over a 10-step build with the small policy, indexes refreshed; and its index token."""
+    db = str(tmp_path / "m.db")
+    _build(db)
+    store = SQLiteStore(db, index_policy=SMALL)
+    store.refresh_indexes("k")
+    return store, store.get_meta("index_token/k")
+
+
+def test_base_files_are_written_and_the_indexes_agree_with_the_tables(tmp_path):
+    store, token = _built_store(tmp_path)
+    assert base_files(store.index_dir, token, "observations"), "80 observations > 40: a base file is expected"
+    assert store.check_indexes("k") == []
+    store.close()
+
+
+def _queries(store: SQLiteStore, namespace: str = "k") -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    ids, mat = store.observation_matrix(namespace)
+    return [mat[i] + 0.3 * rng.standard_normal(mat.shape[1]) for i in range(0, len(ids), 9)]
+
+
+def test_an_index_kept_up_step_by_step_equals_one_rebuilt_from_the_tables(tmp_path):
+    exact = IndexPolicy(ann_min_rows=10**9)
+    db = str(tmp_path / "m.db")
+    store = SQLiteStore(db, index_policy=exact)
+    with Memory(store=store, embedder="hash") as mem:
+        incremental = []
+        for step, obs, when in _steps("k", n_steps=10, turns=8):
+            mem.add(obs, namespace="k", step=step, world_time=when)
+            incremental = [store.search_observations("k", q, 5) for q in _queries(store)]  # replays the log each step
+            events_inc = [store.search_events("k", q, 5) for q in _queries(store)]
+        rebuilt_store = SQLiteStore(db, index_policy=exact)
+        assert [rebuilt_store.search_observations("k", q, 5) for q in _queries(store)] == incremental
+        assert [rebuilt_store.search_events("k", q, 5) for q in _queries(store)] == events_inc
+        assert incremental[0][0][0] == _exact(store, "k", "observations", _queries(store)[0], 1)[0]
+        rebuilt_store.close()
+
+
+def test_the_ann_path_holds_the_same_rows_and_finds_what_exact_search_finds(tmp_path):
+    db = str(tmp_path / "m.db")
+    _build(db)  # base files written along the way, deltas replayed on top
+    live = SQLiteStore(db, index_policy=SMALL)
+    queries = _queries(live)
+    ann = [[i for i, _ in live.search_observations("k", q, 5)] for q in queries]
+    exact = [_exact(live, "k", "observations", q, 5) for q in queries]
+    assert live.check_indexes("k") == []
+    recall = np.mean([len(set(a) & set(b)) / 5 for a, b in zip(ann, exact)])
+    assert recall >= 0.95, f"ANN recall@5 {recall:.2f} against exact search"
+    live.close()
+
+
+def test_scores_returned_by_vector_search_are_exact(tmp_path):
+    db = str(tmp_path / "m.db")
+    _build(db)
+    store = SQLiteStore(db, index_policy=SMALL)
+    q = store.event_matrix("k")[1][3]
+    ids, mat = store.event_matrix("k")
+    want = dict(zip(ids, (mat @ q).tolist()))
+    for eid, sim in store.search_events("k", q, 5):
+        assert sim == pytest.approx(want[eid], abs=1e-5)
+    store.close()
+
+
+def test_lexical_search_is_bm25_over_the_namespace_only(tmp_path):
+    with Memory(tmp_path / "m.db", embedder="hash") as mem:
+        mem.add(["Ana adopted a parrot named Kiwi", "Ben fixed his bike", "the weather was fine"], namespace="a")
+        mem.add(["a parrot in another namespace"], namespace="b")
+        hits = mem.store.lexical_search("a", "Who adopted the parrot?", 10)
+        assert [h[0] for h in hits][:1] == [o.id for o in mem.store.observations("a") if "parrot" in o.text]
+        assert all(score > 0 for _, score in hits)
+        assert {o for o, _ in hits} <= {o.id for o in mem.store.observations("a")}
+        assert mem.store.lexical_search("a", "the of and", 10) == []  # stopwords only: nothing to match
+
+
+def test_forget_drops_the_full_text_table_and_the_index_files(tmp_path):
+    store, token = _built_store(tmp_path)
+    store.delete_namespace("k")
+    assert not base_files(store.index_dir, token, "observations")
+    assert not store._rows("SELECT 1 FROM sqlite_master WHERE name=?", (fts_name(token),))
+    assert not store._rows("SELECT 1 FROM vector_log WHERE namespace='k'")
+    store.close()
+
+
+def test_a_version_1_database_is_upgraded_in_place(tmp_path):
+    db = str(tmp_path / "old.db")
+    _build(db, policy=IndexPolicy())
+    with Memory(db, embedder="hash") as mem:
+        before = [(h.event_id, h.score) for h in mem.search("parrot kiwi bike", "k")]
+    conn = sqlite3.connect(db)  # turn it back into what CompassMem v1 wrote
+    token = conn.execute("SELECT value FROM meta WHERE key='index_token/k'").fetchone()[0]
+    conn.executescript(f"""
+        DROP TABLE "{fts_name(token)}"; DROP TABLE speakers; DROP TABLE vector_log;
+        DROP INDEX obs_event; DROP INDEX event_topic; ALTER TABLE observations DROP COLUMN event;
+        DELETE FROM meta WHERE key LIKE 'index_token/%'; UPDATE meta SET value='1' WHERE key='schema_version';""")
+    conn.close()
+    store = SQLiteStore(db)
+    assert store.get_meta("schema_version") == "2"
+    assert store.check_indexes("k") == []
+    store.close()
+    with Memory(db, embedder="hash") as mem:
+        assert [(h.event_id, h.score) for h in mem.search("parrot kiwi bike", "k")] == before
