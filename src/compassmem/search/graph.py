@@ -55,8 +55,8 @@ class GraphView:
             return cls._build(store, namespace, events, mat, store.relations(namespace))
 
     @classmethod
-    def around(cls, store: Store, namespace: str, texts: list[str], vectors: np.ndarray, candidates: int = 200,
-               candidate_events: int = 50, expand: int = 30) -> "GraphView":
+    def around(cls, store: Store, namespace: str, texts: list[str], vectors: np.ndarray, candidates: int = 100,
+               candidate_events: int = 30, expand: int = 20) -> "GraphView":
         """The part of a namespace a question needs, read from the store's indexes: for each query text its
         `candidates` nearest and `candidates` best-BM25 observations and `candidate_events` nearest events;
         the events owning those observations; the typed neighbours of the `expand` best events; and all

@@ -213,8 +213,9 @@ class SQLiteStore:
 
     @staticmethod
     def _obs(r: tuple) -> Observation:
-        return Observation(namespace=r[0], id=r[1], step=r[2], seq=r[3], speaker=r[4], text=r[5],
-                           time=r[6], date=r[7], meta=json.loads(r[8]), ingested_at=r[9])
+        # validated when written: rebuilding thousands per ask through the validators cost ~30 ms at 10 K events
+        return Observation.model_construct(namespace=r[0], id=r[1], step=r[2], seq=r[3], speaker=r[4], text=r[5],
+                                           time=r[6], date=r[7], meta=json.loads(r[8]), ingested_at=r[9])
 
     def get_observations(self, namespace: str, ids: list[str]) -> list[Observation]:
         rows = self._in(f"SELECT {self._OBS_COLS} FROM observations WHERE namespace=? AND id IN ({{marks}})",
@@ -375,12 +376,23 @@ class SQLiteStore:
             keys, _ = index.search(query, max(2 * k, k + 16), self.policy)  # oversample: an int8 base only proposes
             if not len(keys):
                 return []
-            rows = self._in(f"SELECT id, {col} FROM {table} WHERE namespace=? AND rowid IN ({{marks}})", namespace,
-                            [int(x) for x in keys])
+            rows = self._by_rowid(table, f"id, {col}", namespace, [int(x) for x in keys])
         q = np.asarray(query, np.float32)
         sims = dots(self._matrix_of([r[1] for r in rows]), q / (np.linalg.norm(q) or 1.0))
         order = np.lexsort((np.arange(len(rows)), -sims))
         return [(rows[i][0], float(sims[i])) for i in order[:k]]
+
+    def _by_rowid(self, table: str, cols: str, namespace: str, rowids: list[int]) -> list[tuple]:
+        """Rows by rowid, kept only if they are in `namespace` (a rowid freed in one namespace can be reused by
+        another). Filtered here, not in SQL: `namespace=? AND rowid IN (…)` made SQLite walk the namespace's
+        primary-key range instead of looking rows up by rowid (11 ms for 36 rows at 60 K)."""
+        out: list[tuple] = []
+        with self._lock:
+            for chunk in _chunks(rowids):
+                out += [r[1:] for r in self._conn.execute(
+                    f"SELECT namespace, {cols} FROM {table} WHERE rowid IN ({','.join('?' * len(chunk))})", chunk)
+                    if r[0] == namespace]
+        return out
 
     # ------------------------------------------------------------------ vector indexes
     def _head(self) -> int:
@@ -431,11 +443,8 @@ class SQLiteStore:
             "SELECT DISTINCT key FROM vector_log WHERE namespace=? AND kind=? AND seq>? AND seq<=?",
             (namespace, kind, index.seq, head))]
         current: dict[int, np.ndarray | None] = {k: None for k in keys}
-        for chunk in _chunks(keys):
-            for rowid, blob in self._conn.execute(
-                    f"SELECT rowid, {col} FROM {table} WHERE namespace=? AND rowid IN ({','.join('?' * len(chunk))})",
-                    (namespace, *chunk)):
-                current[rowid] = _unblob(blob) if blob is not None else None
+        for rowid, blob in self._by_rowid(table, f"rowid, {col}", namespace, keys):
+            current[rowid] = _unblob(blob) if blob is not None else None
         index.apply(current)
         index.seq = head
 
