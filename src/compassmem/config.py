@@ -51,6 +51,7 @@ class SearchSettings(BaseModel):
     max_question_chars: int = Field(4000, ge=10, description="longer questions are refused")
     candidates: int = Field(100, ge=1, le=5000, description="per query text: nearest and best-BM25 observations a search loads from the store's indexes")
     candidate_events: int = Field(30, ge=1, le=1000, description="per query text: nearest events a search loads")
+    max_events: int = Field(120, ge=1, le=5000, description="best-scoring events found that a search loads, with all their observations")
     expand_events: int = Field(20, ge=0, le=1000, description="best loaded events whose typed neighbours are loaded too")
     lexical_weight: float = Field(0.6, ge=0, le=5, description="weight of BM25 next to embedding similarity (chosen by leave-one-conversation-out)")
     max_context_tokens: int = Field(3000, ge=100, description="evidence handed to a baseline's responder (harness)")

@@ -159,7 +159,7 @@ class Memory:
 
         def load(texts: list[str], vectors: Any) -> GraphView:
             view = GraphView.around(self.store, namespace, texts, vectors, s.candidates, s.candidate_events,
-                                    s.expand_events)
+                                    s.expand_events, s.max_events, s.lexical_weight)
             view.lexical_weight = s.lexical_weight
             return view
         return load

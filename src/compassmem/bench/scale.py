@@ -125,7 +125,7 @@ def ingest_direct(n_events: int, db: Path, embedder: str, per_event: int = 2, ba
         for k, j in enumerate(range(done, done + m)):
             span = obs[k * per_event:(k + 1) * per_event]
             events.append(Event(id=f"e{j}", namespace=NAMESPACE, step=span[0].step, summary=" ".join(o.text for o in span),
-                                participants=sorted({o.speaker for o in span}), time=EventTime(text=span[0].time),
+                                participants=sorted({o.speaker for o in span}), time=EventTime(explicit=span[0].time),
                                 observation_ids=[o.id for o in span], topic_id=f"t{j % 50}"))
         with store.transaction():
             store.add_observations(obs, vecs)

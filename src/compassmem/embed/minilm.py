@@ -67,7 +67,7 @@ class MiniLMEmbedder:
     name = "minilm-l6-int8"
     dim = 384
 
-    def __init__(self, max_length: int = 256, batch_size: int = 64, threads: int | None = None) -> None:
+    def __init__(self, max_length: int = 256, batch_size: int = 16, threads: int | None = None) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -82,7 +82,7 @@ class MiniLMEmbedder:
         opts.log_severity_level = 3
         self._sess = ort.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._sess.get_inputs()}
-        self._batch = batch_size
+        self._batch = batch_size  # 16: 10-28 % more turns per CPU-second than 64 on LoCoMo turns (benchmarks.md)
         self._lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> np.ndarray:

@@ -56,33 +56,39 @@ class GraphView:
 
     @classmethod
     def around(cls, store: Store, namespace: str, texts: list[str], vectors: np.ndarray, candidates: int = 100,
-               candidate_events: int = 30, expand: int = 20) -> "GraphView":
-        """The part of a namespace a question needs, read from the store's indexes: for each query text its
-        `candidates` nearest and `candidates` best-BM25 observations and `candidate_events` nearest events;
-        the events owning those observations; the typed neighbours of the `expand` best events; and all
-        observations of every loaded event. Nothing else is read, whatever the namespace's size."""
+               candidate_events: int = 30, expand: int = 20, max_events: int = 120,
+               lexical_weight: float = 0.6) -> "GraphView":
+        """The part of a namespace a question needs, read from the store's indexes. For each query text:
+        its `candidates` nearest and `candidates` best-BM25 observations and `candidate_events` nearest
+        events. Each event found is scored like `similarity` would score it (its own cosine, or its best
+        found observation's cosine + lexical_weight × BM25 / best BM25); the `max_events` best are loaded
+        with every one of their observations, plus the typed neighbours of the `expand` best. Nothing
+        else is read, whatever the namespace's size."""
         vectors = np.atleast_2d(vectors)
         with store.snapshot():
             _check(store, namespace)
             lexical: dict[str, list[tuple[str, float]]] = {}
-            seeds: dict[str, float] = {}  # event id -> best similarity seen
-            hit_obs: dict[str, float] = {}
+            event_sim: dict[str, float] = {}
+            obs_score: dict[str, float] = {}  # best over the texts of (cosine + weighted, scaled BM25)
             for text, vec in zip(texts, vectors):
                 if text in lexical:
                     continue
                 for eid, sim in store.search_events(namespace, vec, candidate_events):
-                    seeds[eid] = max(sim, seeds.get(eid, -1.0))
-                for oid, sim in store.search_observations(namespace, vec, candidates):
-                    hit_obs[oid] = max(sim, hit_obs.get(oid, -1.0))
+                    event_sim[eid] = max(sim, event_sim.get(eid, -1.0))
+                score = dict(store.search_observations(namespace, vec, candidates))
                 lexical[text] = store.lexical_search(namespace, text, candidates)
-                for oid, _ in lexical[text]:
-                    hit_obs.setdefault(oid, 0.0)
-            for oid, eid in store.owners(namespace, list(hit_obs)).items():
-                seeds[eid] = max(hit_obs[oid], seeds.get(eid, -1.0))
-            best = sorted(seeds, key=lambda e: -seeds[e])[:expand]
+                top = lexical[text][0][1] if lexical[text] else 1.0
+                for oid, bm25 in lexical[text]:
+                    score[oid] = score.get(oid, 0.0) + lexical_weight * bm25 / top
+                for oid, v in score.items():
+                    obs_score[oid] = max(v, obs_score.get(oid, -1.0))
+            seeds = dict(event_sim)
+            for oid, eid in store.owners(namespace, list(obs_score)).items():
+                seeds[eid] = max(obs_score[oid], seeds.get(eid, -1.0))
+            ranked = sorted(seeds, key=lambda e: -seeds[e])
+            best = ranked[:expand]
             near = [r.target if r.source in best else r.source for r in store.relations_of(namespace, best)]
-            wanted = list(dict.fromkeys([*seeds, *near]))
-            events, mat = store.get_events(namespace, wanted)
+            events, mat = store.get_events(namespace, list(dict.fromkeys([*ranked[:max_events], *near])))
             view = cls._build(store, namespace, events, mat, store.relations_of(namespace, [e.id for e in events]))
         for text, hits in lexical.items():  # the question's BM25 is already known: keep it
             view._remember_lexical(text, hits)
