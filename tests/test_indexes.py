@@ -132,3 +132,32 @@ def test_a_version_1_database_is_upgraded_in_place(tmp_path):
     store.close()
     with Memory(db, embedder="hash") as mem:
         assert [(h.event_id, h.score) for h in mem.search("parrot kiwi bike", "k")] == before
+
+
+def _fts5(store: SQLiteStore, namespace: str, text: str, k: int) -> list[tuple[str, float]]:
+    """The reference: SQLite's own bm25() over the namespace's full-text table."""
+    from compassmem.text import index_terms
+
+    fts = fts_name(store.get_meta(f"index_token/{namespace}"))
+    match = " OR ".join(f'"{t}"' for t in index_terms(text))
+    rows = store._rows(f'SELECT o.id, -bm25("{fts}") AS s FROM "{fts}" JOIN observations o ON o.rowid = "{fts}".rowid '
+                       f'WHERE "{fts}" MATCH ? ORDER BY s DESC LIMIT ?', (match, k))
+    return [(i, float(s)) for i, s in rows]
+
+
+def test_the_impact_base_scores_like_fts5_and_keeps_up_with_new_rows(tmp_path):
+    from compassmem.store import lexical
+
+    store, token = _built_store(tmp_path)
+    assert lexical.bases(store.index_dir, token), "80 observations > 40: an impact base is expected"
+    for q in ["garden pottery", "violin kayak festival", "puppy and the museum concert"]:
+        got, want = store.lexical_search("k", q, 10), _fts5(store, "k", q, 10)
+        assert len(got) == 10 and [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-4)
+        # same documents, except where scores tie at the cut
+        cut = want[-1][1]
+        assert {i for i, s in got if s > cut + 1e-4} == {i for i, s in want if s > cut + 1e-4}
+    # rows added after the base are found through FTS5 until the next rebuild
+    with Memory(store=store, embedder="hash") as mem:
+        mem.add(["a zebracorn appeared at the lantern festival"], namespace="k")
+        assert store.lexical_search("k", "zebracorn", 5)[0][0] == mem.store.observations("k")[-1].id
+        assert store.check_indexes("k") == []

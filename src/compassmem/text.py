@@ -4,6 +4,7 @@ roles. One definition, so a stored index and a query can never disagree about wh
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _STOP = set("""a an the and or but of to in on at for with from by as is are was were be been do does did what
 which who whom whose when where why how has have had that this these those it its their his her they he she
@@ -29,7 +30,14 @@ def stem(word: str) -> str:
 
 
 def content_words(text: str) -> list[str]:
-    return [stem(w) for w in _WORD.findall(text) if w.lower() not in _STOP and len(w) > 1]
+    return list(_content_words(text))
+
+
+@lru_cache(maxsize=32_768)
+def _content_words(text: str) -> tuple[str, ...]:
+    """Remembered per text: an ask compares the same summaries and turns with several goals, and a
+    namespace's texts recur from ask to ask."""
+    return tuple(stem(w) for w in _WORD.findall(text) if w.lower() not in _STOP and len(w) > 1)
 
 
 def index_terms(text: str) -> list[str]:

@@ -15,6 +15,7 @@ from ..embed.base import dots
 from ..errors import NamespaceNotFound
 from ..models import Event, Observation, Topic
 from ..store import Store
+from ..text import index_terms
 
 
 _LOCK = threading.Lock()  # the per-text score and BM25 memos, shared by explorer threads
@@ -70,9 +71,12 @@ class GraphView:
             lexical: dict[str, list[tuple[str, float]]] = {}
             event_sim: dict[str, float] = {}
             obs_score: dict[str, float] = {}  # best over the texts of (cosine + weighted, scaled BM25)
+            seen: set[tuple[str, ...]] = set()
             for text, vec in zip(texts, vectors):
-                if text in lexical:
+                terms = tuple(index_terms(text))
+                if terms in seen:  # "When did X…?" and its subgoal "When did X…" find the same things
                     continue
+                seen.add(terms)
                 for eid, sim in store.search_events(namespace, vec, candidate_events):
                     event_sim[eid] = max(sim, event_sim.get(eid, -1.0))
                 score = dict(store.search_observations(namespace, vec, candidates))
@@ -129,7 +133,7 @@ class GraphView:
         self._obs_order: list[str] = []
         self._owner: dict[str, str] = {}
         self._score_memo: dict[str, np.ndarray] = {}
-        self._lexical: dict[str, list[tuple[str, float]]] = {}
+        self._lexical: dict[tuple[str, ...], list[tuple[str, float]]] = {}
 
     def index(self, event_id: str) -> int:
         return self._index[event_id]
@@ -172,13 +176,14 @@ class GraphView:
 
     def _remember_lexical(self, text: str, hits: list[tuple[str, float]]) -> None:
         with _LOCK:
-            self._lexical[text] = hits
+            self._lexical[tuple(index_terms(text))] = hits
 
     def _lexical_scores(self, text: str) -> np.ndarray | None:
         """BM25 of the loaded observations for a text, divided by the namespace's best (0 outside the
-        store's top hits, which are at least as many as the candidates a search loads)."""
+        store's top hits, which are at least as many as the candidates a search loads). Texts with the
+        same index terms share one full-text query."""
         with _LOCK:
-            hits = self._lexical.get(text)
+            hits = self._lexical.get(tuple(index_terms(text)))
         if hits is None:
             if self.store is None:
                 return None

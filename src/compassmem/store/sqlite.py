@@ -23,6 +23,8 @@ from ..text import index_terms
 from . import sqlite_io
 from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_VERSION, fts_name, new_token, observation_terms, statements,
                             upgrade)
+from . import lexical as lexical_index
+from .lexical import LexicalBase
 from .vectors import IndexPolicy, VectorIndex, base_files, open_base, write_base
 
 _KINDS = {"observations": ("observations", "embedding"), "events": ("events", "embedding"),
@@ -86,6 +88,7 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._depth = 0
         self._indexes: dict[tuple[str, str, str], VectorIndex] = {}
+        self._lexicals: dict[tuple[str, str], tuple[int, LexicalBase | None]] = {}  # (ns, token) -> (head, base)
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -110,6 +113,7 @@ class SQLiteStore:
                 if outer:
                     self._conn.execute("ROLLBACK")
                     self._indexes.clear()  # they may have replayed rows that were never committed
+                    self._lexicals.clear()
                 raise
             self._depth -= 1
             if outer:
@@ -170,10 +174,12 @@ class SQLiteStore:
                 self._exec(f'DROP TABLE IF EXISTS "{fts_name(token)}"')
         for key in [k for k in self._indexes if k[0] == namespace]:
             del self._indexes[key]
+        self._lexicals = {k: v for k, v in self._lexicals.items() if k[0] != namespace}
         if token and self.index_dir is not None:
             for kind in _KINDS:
                 for _, p in base_files(self.index_dir, token, kind):
                     p.unlink(missing_ok=True)
+            lexical_index.remove(self.index_dir, token)
 
     # ------------------------------------------------------------------ export / import
     def export_rows(self, namespace: str) -> Iterator[tuple[str, dict]]:
@@ -354,18 +360,71 @@ class SQLiteStore:
         return self._search(namespace, "topics", query, k)
 
     def lexical_search(self, namespace: str, text: str, k: int) -> list[tuple[str, float]]:
-        """(observation id, BM25) of the k best observations for a text's terms (text.index_terms), from the
-        namespace's FTS5 index; scores are positive, best first."""
+        """(observation id, BM25) of the k best observations for a text's terms (text.index_terms), best
+        first: FTS5 over the namespace, or, for a large one, its impact base plus FTS5 over the rows added
+        or changed since (store/lexical.py)."""
         terms = index_terms(text)
         token = self._token(namespace)
         if not terms or not token or k <= 0:
             return []
         match = " OR ".join(f'"{t}"' for t in terms)
         fts = fts_name(token)
-        rows = self._rows(f'SELECT o.id, -s.score FROM (SELECT rowid AS r, bm25("{fts}") AS score FROM "{fts}" '
-                          f'WHERE "{fts}" MATCH ? ORDER BY score LIMIT ?) s JOIN observations o ON o.rowid = s.r',
-                          (match, k))
-        return sorted(((i, float(s)) for i, s in rows), key=lambda x: -x[1])
+        with self._lock:
+            base = self._lexical_base(namespace, token)
+            if base is None:
+                rows = self._conn.execute(
+                    f'SELECT rowid, -bm25("{fts}") AS s FROM "{fts}" WHERE "{fts}" MATCH ? ORDER BY s DESC LIMIT ?',
+                    (match, k)).fetchall()
+            else:
+                dirty = self._lexical_dirty(namespace, base)
+                ids, scores = base.search(terms, k, exclude=dirty)
+                rows = list(zip(ids.tolist(), scores.tolist()))
+                extra = f" OR rowid IN ({','.join(map(str, sorted(dirty)))})" if dirty else ""
+                rows += self._conn.execute(
+                    f'SELECT rowid, -bm25("{fts}") AS s FROM "{fts}" WHERE "{fts}" MATCH ? AND (rowid > ?{extra}) '
+                    "ORDER BY s DESC LIMIT ?", (match, base.watermark, k)).fetchall()
+                rows = sorted(rows, key=lambda r: (-r[1], r[0]))[:k]
+            names = dict(self._by_rowid("observations", "rowid, id", namespace, [r[0] for r in rows]))
+        return [(names[r], float(s)) for r, s in rows if r in names]
+
+    def _lexical_base(self, namespace: str, token: str) -> LexicalBase | None:
+        """The namespace's impact base, built (or rebuilt, once the rows after it exceed 5 %) outside
+        transactions when the namespace is large enough; None for a small one."""
+        key = (namespace, token)
+        head = self._head()
+        cached = self._lexicals.get(key)
+        if cached is not None and cached[0] == head:
+            return cached[1]
+        base = cached[1] if cached is not None else None
+        if base is None:
+            for seq, path in lexical_index.bases(self.index_dir, token):
+                if seq <= head:
+                    try:
+                        base = lexical_index.load(path)
+                        break
+                    except (OSError, ValueError):
+                        continue
+        fts = fts_name(token)
+        if base is None:
+            count = self._conn.execute(f'SELECT COUNT(*) FROM "{fts}_content"').fetchone()[0]
+            due = count >= self.policy.ann_min_rows
+        else:
+            after = self._conn.execute(f'SELECT COUNT(*) FROM "{fts}_content" WHERE id > ?',
+                                       (base.watermark,)).fetchone()[0] + len(self._lexical_dirty(namespace, base))
+            due = after > max(self.policy.delta_min_rows, self.policy.delta_fraction * base.size)
+        if due and not self._depth:
+            rows = self._conn.execute(f'SELECT rowid, terms FROM "{fts}"').fetchall()
+            built = lexical_index.build(rows, head)
+            if built is not None:
+                base = lexical_index.save(built, self.index_dir, token) if self.index_dir is not None else built
+        self._lexicals[key] = (head, base)
+        return base
+
+    def _lexical_dirty(self, namespace: str, base: LexicalBase) -> set[int]:
+        """Rows the base holds that were rewritten after it was built: scored by FTS5 instead."""
+        return {r[0] for r in self._conn.execute(
+            "SELECT DISTINCT key FROM vector_log WHERE namespace=? AND kind='observations' AND seq>? AND key<=?",
+            (namespace, base.seq, base.watermark))}
 
     def _search(self, namespace: str, kind: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The index's k nearest rows, re-scored exactly from the stored float32 vectors (an int8 base only
@@ -453,11 +512,14 @@ class SQLiteStore:
         index.seq = head
 
     def refresh_indexes(self, namespace: str) -> None:
-        """Bring every vector index of a namespace level with the tables now (and fold due deltas into
-        base files), instead of at the next search."""
+        """Bring every index of a namespace level with the tables now (and fold due deltas into base
+        files), instead of at the next search."""
         with self._lock:
             for kind in _KINDS:
                 self._index(namespace, kind)
+            token = self._token(namespace)
+            if token:
+                self._lexical_base(namespace, token)
 
     def check_indexes(self, namespace: str) -> list[str]:
         """Disagreements between the indexes and the tables (empty when they agree): every table row with a
@@ -485,6 +547,12 @@ class SQLiteStore:
                                 f"{len(set(have) - set(want))} entries without an observation")
             elif any(want[r] != have[r] for r in want):
                 problems.append("full-text: entries disagree with their observation's text")
+            base = self._lexical_base(namespace, token)
+            if base is not None:
+                held = set(base.rowids.tolist()) - self._lexical_dirty(namespace, base)
+                expected = {r for r in want if r <= base.watermark} - self._lexical_dirty(namespace, base)
+                if held != expected:
+                    problems.append(f"lexical base: {len(expected - held)} rows missing, {len(held - expected)} extra")
         return problems
 
     # ------------------------------------------------------------------ relations

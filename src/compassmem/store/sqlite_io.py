@@ -51,4 +51,5 @@ def import_rows(store: "SQLiteStore", rows: Iterable[tuple[str, dict]]) -> int:
         for namespace in created:
             index_namespace(store._conn, namespace)
         store._indexes.clear()
+        store._lexicals.clear()
     return n
