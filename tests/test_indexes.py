@@ -150,6 +150,9 @@ def test_the_impact_base_scores_like_fts5_and_keeps_up_with_new_rows(tmp_path):
 
     store, token = _built_store(tmp_path)
     assert lexical.bases(store.index_dir, token), "80 observations > 40: an impact base is expected"
+    lexical.remove(store.index_dir, token)  # a base built now, from all rows: its statistics are FTS5's
+    store = SQLiteStore(store.path, index_policy=SMALL)
+    store.refresh_indexes("k")
     for q in ["garden pottery", "violin kayak festival", "puppy and the museum concert"]:
         got, want = store.lexical_search("k", q, 10), _fts5(store, "k", q, 10)
         assert len(got) == 10 and [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-4)
@@ -161,3 +164,27 @@ def test_the_impact_base_scores_like_fts5_and_keeps_up_with_new_rows(tmp_path):
         mem.add(["a zebracorn appeared at the lantern festival"], namespace="k")
         assert store.lexical_search("k", "zebracorn", 5)[0][0] == mem.store.observations("k")[-1].id
         assert store.check_indexes("k") == []
+
+
+def test_forget_leaves_the_text_nowhere_and_says_what_it_removed(tmp_path):
+    """The deleted text is neither in the .db nor in the -wal file (byte scans), nor in the LLM cache."""
+    from compassmem.store.base import cache_namespace
+
+    db = tmp_path / "m.db"
+    marker = "Ana hid the zq-7731 lighthouse key under the blue stone"
+    with Memory(db, embedder="hash") as mem:
+        mem.add([marker, "Ben painted the boat", "the tide came in slowly that evening"], namespace="secret")
+        mem.add(["an unrelated turn about cooking paella"], namespace="other")
+        token = cache_namespace.set("secret")  # as an LLM call made for this namespace would
+        mem.store.cache_put("k1", f'{{"summary": "{marker}"}}')
+        cache_namespace.reset(token)
+        mem.store.cache_put("k2", '{"summary": "kept"}')
+        receipt = mem.forget("secret")
+        assert receipt.verified and receipt.scanned_texts == 3
+        assert receipt.removed["observations"] == 3 and receipt.removed["llm_cache"] == 1
+        assert receipt.removed["events"] >= 1 and receipt.removed["full_text"] == 3
+        assert mem.store.cache_get("k1") is None and mem.store.cache_get("k2") is not None
+        assert mem.namespaces() == ["other"]
+        for path in (db, tmp_path / "m.db-wal"):
+            if path.exists():
+                assert marker.encode() not in path.read_bytes(), f"the forgotten text is readable in {path.name}"

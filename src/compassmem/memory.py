@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from .config import Settings
 from .construct import Constructor
@@ -14,11 +15,22 @@ from . import validate
 from .errors import ConfigError, InputError, NamespaceNotFound
 from .ingest import Dataset, StepInput
 from .llm import make_llm
-from .models import Answer, Event, Observation, SearchHit, StepRecord
+from .models import Answer, Event, ForgetReceipt, Observation, SearchHit, StepRecord
 from .roles import construction_roles, search_roles
 from .search.engine import SearchEngine
 from .search.graph import GraphView
 from .store import Store, open_store
+from .store.base import cache_namespace
+
+
+@contextmanager
+def _working_for(namespace: str) -> Iterator[None]:
+    """Tag the LLM-cache rows written or replayed meanwhile with the namespace (see Memory.forget)."""
+    token = cache_namespace.set(namespace)
+    try:
+        yield
+    finally:
+        cache_namespace.reset(token)
 
 
 EXPORT_FORMAT = "compassmem-export"
@@ -75,23 +87,41 @@ class Memory:
             raise InputError(f"observations must be a list (or one string / dict), got "
                              f"{type(observations).__name__}") from None
         obs = [validate.observation(item, namespace, step, seq, world_time) for seq, item in enumerate(items)]
-        record = self.constructor.add_step(namespace, step, obs, world_time)
+        with _working_for(namespace):
+            record = self.constructor.add_step(namespace, step, obs, world_time)
         return record
 
     def ingest(self, dataset: Dataset, on_step: Callable[[StepInput, StepRecord], None] | None = None) -> list[StepRecord]:
         records = []
         for item in dataset.steps:
-            record = self.constructor.add_step(item.namespace, item.step, item.observations, item.world_time)
+            with _working_for(item.namespace):
+                record = self.constructor.add_step(item.namespace, item.step, item.observations, item.world_time)
             records.append(record)
             if on_step:
                 on_step(item, record)
         return records
 
-    def forget(self, namespace: str) -> None:
+    def forget(self, namespace: str, scan: int = 200) -> ForgetReceipt:
+        """Delete a namespace and everything derived from it — events, relations, topics, vectors, the
+        full-text index, index files, and the LLM-cache rows its work wrote or replayed — then prove it:
+        up to `scan` of its longest distinct texts are searched for, byte for byte, in the database file
+        and its -wal file. Returns the receipt (rows removed per table, what the scan found)."""
         namespace = validate.namespace_name(namespace)
         if not self.store.has_namespace(namespace):
             raise NamespaceNotFound(f"unknown namespace '{namespace}': nothing to forget")
-        self.store.delete_namespace(namespace)
+        texts = sorted({o.text for o in self.store.observations(namespace) if len(o.text) >= 12},
+                       key=len, reverse=True)[:scan]
+        removed = self.store.delete_namespace(namespace)
+        receipt = ForgetReceipt(namespace=namespace, removed={k: v for k, v in removed.items() if k != "index_files"},
+                                index_files_removed=removed.get("index_files", 0), scanned_texts=len(texts))
+        path = getattr(self.store, "path", ":memory:")
+        if path != ":memory:":
+            for f in (Path(path), Path(f"{path}-wal")):
+                if f.is_file():
+                    data = f.read_bytes()
+                    receipt.scanned_files.append(str(f))
+                    receipt.found += [f"{f.name}: {t[:60]}" for t in texts if t.encode() in data]
+        return receipt
 
     # ------------------------------------------------------------------ export / import
     def export(self, namespace: str, path: str | Path) -> int:
@@ -166,7 +196,8 @@ class Memory:
 
     def ask(self, question: str, namespace: str = "default") -> Answer:
         question = validate.question(question, self.settings.search.max_question_chars)
-        return self.engine.ask(self._source(namespace), question)
+        with _working_for(namespace):
+            return self.engine.ask(self._source(namespace), question)
 
     def search(self, query: str, namespace: str = "default", limit: int = 10) -> list[SearchHit]:
         """Events ranked for a query, with their matching observations, scores and times, and no answer:

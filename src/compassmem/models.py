@@ -236,6 +236,21 @@ class ObservationHit(BaseModel):
     score: float
 
 
+class ForgetReceipt(BaseModel):
+    """What `Memory.forget` removed, and the proof: a scan of the database files afterwards."""
+
+    namespace: str
+    removed: dict[str, int] = Field(description="rows removed per table (derived tables included)")
+    index_files_removed: int = 0
+    scanned_texts: int = Field(0, description="distinct observation texts searched for in the files afterwards")
+    scanned_files: list[str] = Field(default_factory=list)
+    found: list[str] = Field(default_factory=list, description="'file: text' for any text still readable")
+
+    @property
+    def verified(self) -> bool:
+        return bool(self.scanned_files) and not self.found
+
+
 class SearchHit(BaseModel):
     """One event found by `Memory.search`, with the observations of it that the ranking reached."""
 

@@ -157,13 +157,21 @@ def forget(
     namespace: str = typer.Option(..., "--namespace", "-n", help="The namespace to delete."),
     yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation."),
 ) -> None:
-    """Delete a namespace: its observations, events, relations, topics and steps."""
+    """Delete a namespace and everything derived from it (events, relations, topics, vectors, full-text
+    index, cached LLM calls), then scan the database files for its text and print the receipt."""
     mem = open_memory(db, must_exist=True)
     if not yes and not typer.confirm(f"Delete namespace '{namespace}' from {db}?"):
         raise typer.Exit(1)
-    mem.forget(namespace)
+    receipt = mem.forget(namespace)
     mem.close()
-    console.print(f"[green]✓[/] forgot {escape(namespace)}")
+    rows = ", ".join(f"{n} {t}" for t, n in receipt.removed.items() if n)
+    console.print(f"[green]✓[/] forgot {escape(namespace)}: {escape(rows)}; {receipt.index_files_removed} index files")
+    if receipt.verified:
+        console.print(f"  verified: none of its {receipt.scanned_texts} longest texts is left in "
+                      f"{escape(', '.join(Path(f).name for f in receipt.scanned_files))}")
+    elif receipt.found:
+        err_console.print(f"[red]still readable:[/] {escape('; '.join(receipt.found[:3]))}")
+        raise typer.Exit(1)
 
 
 @app.command()

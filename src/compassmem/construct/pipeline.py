@@ -165,6 +165,9 @@ class Constructor:
                 record.llm_calls, record.prompt_tokens = usage.llm_calls, usage.prompt_tokens
                 record.completion_tokens, record.latency_s = usage.completion_tokens, round(usage.latency_s, 3)
                 self.store.put_step(record)
+            # keep the store's indexes level with the step now (amortised: deltas fold into base files on a
+            # geometric schedule), so the first ask after a long ingest does not pay for all of it
+            self.store.refresh_indexes(namespace)
         return record
 
     def _version(self, namespace: str) -> int:

@@ -6,11 +6,17 @@ Every backend (SQLite today, PostgreSQL + pgvector next) must pass tests/test_st
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from contextvars import ContextVar
 from typing import Iterable, Iterator, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..models import Event, Observation, Relation, StepRecord, Topic
+
+
+# The namespace an LLM call works for: a store tags the cache rows it writes or replays with it, so
+# forgetting a namespace also removes the cached prompts and answers that held its text.
+cache_namespace: ContextVar[str | None] = ContextVar("cache_namespace", default=None)
 
 
 @runtime_checkable
@@ -28,7 +34,10 @@ class Store(Protocol):
     def namespaces(self) -> list[str]: ...
     def ensure_namespace(self, namespace: str) -> None: ...
     def has_namespace(self, namespace: str) -> bool: ...
-    def delete_namespace(self, namespace: str) -> None: ...
+    def delete_namespace(self, namespace: str) -> dict[str, int]:
+        """Remove the namespace and everything derived from it (cache rows tagged with it included);
+        rows removed per table."""
+        ...
 
     # --- observations
     def add_observations(self, observations: list[Observation], embeddings: np.ndarray | None = None) -> None: ...

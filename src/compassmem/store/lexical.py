@@ -7,7 +7,7 @@ formula and constants, so the scores are the same kind), stored as flat numpy ar
 beside the database and memory-mapped. A query sums a few posting slices with one `bincount`
 (milliseconds), and FTS5 scores only the rows added or changed since the base (`rowid > watermark`,
 plus rows the vector_log names). The base's statistics (N, average length, document frequencies) are
-those of its build; it is rebuilt once the rows after it exceed 5 % of it, so they never drift far.
+those of its build; it is rebuilt once the rows after it exceed 20 % of it, so they never drift far.
 """
 
 from __future__ import annotations

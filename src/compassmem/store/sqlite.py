@@ -21,6 +21,7 @@ from ..errors import StoreError
 from ..models import Event, EventTime, Observation, Relation, StepRecord, Topic, trusted, utcnow
 from ..text import index_terms
 from . import sqlite_io
+from .base import cache_namespace
 from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_VERSION, fts_name, new_token, observation_terms, statements,
                             upgrade)
 from . import lexical as lexical_index
@@ -71,6 +72,7 @@ class SQLiteStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
             fresh = not self._conn.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone()
             self._conn.executescript(SCHEMA)
             row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -86,7 +88,8 @@ class SQLiteStore:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open database {self.path}: {exc}") from None
         self._lock = threading.RLock()
-        self._depth = 0
+        self._depth = 0  # open transactions, read snapshots included
+        self._writes = 0  # open write transactions: an index base must never be built from their rows
         self._indexes: dict[tuple[str, str, str], VectorIndex] = {}
         self._lexicals: dict[tuple[str, str], tuple[int, LexicalBase | None]] = {}  # (ns, token) -> (head, base)
 
@@ -106,16 +109,19 @@ class SQLiteStore:
                     raise StoreError(f"database {self.path} is busy: another writer held it for more than "
                                      f"{self.busy_timeout_s:g} s ({exc}); nothing was written, try again") from None
             self._depth += 1
+            self._writes += 1
             try:
                 yield
             except BaseException:
                 self._depth -= 1
+                self._writes -= 1
                 if outer:
                     self._conn.execute("ROLLBACK")
                     self._indexes.clear()  # they may have replayed rows that were never committed
                     self._lexicals.clear()
                 raise
             self._depth -= 1
+            self._writes -= 1
             if outer:
                 self._conn.execute("COMMIT")
 
@@ -164,9 +170,25 @@ class SQLiteStore:
     def _token(self, namespace: str) -> str | None:
         return self.get_meta(f"index_token/{namespace}")
 
-    def delete_namespace(self, namespace: str) -> None:
+    _OWNED = ("observations", "steps", "events", "relations", "topics", "speakers", "vector_log")
+
+    def delete_namespace(self, namespace: str) -> dict[str, int]:
+        """Remove a namespace with everything derived from it, in one transaction: its rows (cascading),
+        the full-text table, the vector log, the LLM-cache rows its work wrote or replayed; then its
+        index files, and a WAL checkpoint so the deleted text is not left in the -wal file. Rows are
+        zeroed, not just unlinked (secure_delete). Returns rows removed per table."""
+        removed: dict[str, int] = {}
         with self.transaction():
             token = self._token(namespace)
+            for table in self._OWNED:
+                removed[table] = self._rows(f"SELECT COUNT(*) FROM {table} WHERE namespace=?", (namespace,))[0][0]
+            keys = [r[0] for r in self._rows("SELECT key FROM llm_cache_refs WHERE namespace=?", (namespace,))]
+            removed["llm_cache"] = sum(self._exec(f"DELETE FROM llm_cache WHERE key IN ({','.join('?' * len(c))})",
+                                                  tuple(c)).rowcount for c in _chunks(keys))
+            for chunk in _chunks(keys):
+                self._exec(f"DELETE FROM llm_cache_refs WHERE key IN ({','.join('?' * len(chunk))})", tuple(chunk))
+            if token:
+                removed["full_text"] = self._rows(f'SELECT COUNT(*) FROM "{fts_name(token)}"')[0][0]
             self._exec("DELETE FROM namespaces WHERE name=?", (namespace,))
             self._exec("DELETE FROM meta WHERE key IN (?, ?)", (f"clustered_events/{namespace}", f"index_token/{namespace}"))
             self._exec("DELETE FROM vector_log WHERE namespace=?", (namespace,))
@@ -175,11 +197,23 @@ class SQLiteStore:
         for key in [k for k in self._indexes if k[0] == namespace]:
             del self._indexes[key]
         self._lexicals = {k: v for k, v in self._lexicals.items() if k[0] != namespace}
+        files = 0
         if token and self.index_dir is not None:
             for kind in _KINDS:
                 for _, p in base_files(self.index_dir, token, kind):
                     p.unlink(missing_ok=True)
+                    files += 1
+            files += len(lexical_index.bases(self.index_dir, token))
             lexical_index.remove(self.index_dir, token)
+        removed["index_files"] = files
+        self.checkpoint()
+        return removed
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into the database and empty it (deleted rows then live nowhere but zeroed pages)."""
+        if self.path != ":memory:":
+            with self._lock:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # ------------------------------------------------------------------ export / import
     def export_rows(self, namespace: str) -> Iterator[tuple[str, dict]]:
@@ -388,7 +422,7 @@ class SQLiteStore:
         return [(names[r], float(s)) for r, s in rows if r in names]
 
     def _lexical_base(self, namespace: str, token: str) -> LexicalBase | None:
-        """The namespace's impact base, built (or rebuilt, once the rows after it exceed 5 %) outside
+        """The namespace's impact base, built (or rebuilt, once the rows after it exceed 20 %) outside
         transactions when the namespace is large enough; None for a small one."""
         key = (namespace, token)
         head = self._head()
@@ -411,8 +445,8 @@ class SQLiteStore:
         else:
             after = self._conn.execute(f'SELECT COUNT(*) FROM "{fts}_content" WHERE id > ?',
                                        (base.watermark,)).fetchone()[0] + len(self._lexical_dirty(namespace, base))
-            due = after > max(self.policy.delta_min_rows, self.policy.delta_fraction * base.size)
-        if due and not self._depth:
+            due = after > max(self.policy.delta_min_rows, self.policy.lexical_delta_fraction * base.size)
+        if due and not self._writes:  # a read snapshot sees committed rows only: building there is safe
             rows = self._conn.execute(f'SELECT rowid, terms FROM "{fts}"').fetchall()
             built = lexical_index.build(rows, head)
             if built is not None:
@@ -474,7 +508,7 @@ class SQLiteStore:
             index = self._indexes[key] = self._open(namespace, kind, token, head)
         elif index.seq < head:
             self._catch_up(index, namespace, kind, head)
-        if not self._depth and index.due(self.policy):
+        if not self._writes and index.due(self.policy):
             index = self._indexes[key] = write_base(self.index_dir, token, kind, index, self.policy)
         return index
 
@@ -493,7 +527,7 @@ class SQLiteStore:
         index = VectorIndex(seq=head)
         select = f"SELECT rowid, {col} FROM {table} WHERE namespace=? AND {col} IS NOT NULL ORDER BY rowid"
         count = self._conn.execute(f"SELECT COUNT(*) FROM {table} WHERE namespace=?", (namespace,)).fetchone()[0]
-        if count >= self.policy.ann_min_rows and not self._depth:  # large and no base yet: build it in pieces
+        if count >= self.policy.ann_min_rows and not self._writes:  # large and no base yet: build it in pieces
             cur = self._conn.execute(select, (namespace,))
             chunks = ((([r[0] for r in b]), np.stack([_unblob(r[1]) for r in b])) for b in iter(lambda: cur.fetchmany(20_000), []))
             return write_base(self.index_dir, token, kind, index, self.policy, chunks)
@@ -624,7 +658,16 @@ class SQLiteStore:
     # ------------------------------------------------------------------ cache
     def cache_get(self, key: str) -> str | None:
         rows = self._rows("SELECT value FROM llm_cache WHERE key=?", (key,))
+        if rows:
+            self._ref(key)
         return rows[0][0] if rows else None
 
     def cache_put(self, key: str, value: str) -> None:
-        self._exec("INSERT OR REPLACE INTO llm_cache VALUES (?,?,?)", (key, value, utcnow()))
+        with self.transaction():
+            self._exec("INSERT OR REPLACE INTO llm_cache VALUES (?,?,?)", (key, value, utcnow()))
+            self._ref(key)
+
+    def _ref(self, key: str) -> None:
+        namespace = cache_namespace.get()
+        if namespace is not None:
+            self._exec("INSERT OR IGNORE INTO llm_cache_refs VALUES (?, ?)", (key, namespace))

@@ -46,6 +46,7 @@ CREATE TABLE IF NOT EXISTS topics (
   id TEXT NOT NULL, label TEXT NOT NULL, size INTEGER NOT NULL, centroid BLOB NOT NULL,
   PRIMARY KEY (namespace, id));
 CREATE TABLE IF NOT EXISTS llm_cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS llm_cache_refs (key TEXT NOT NULL, namespace TEXT NOT NULL, PRIMARY KEY (namespace, key));
 """
 
 SCHEMA_V2 = """

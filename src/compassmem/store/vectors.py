@@ -34,6 +34,7 @@ class IndexPolicy:
     ann_min_rows: int = 20_000  # rows below which search is an exact scan and no base file is written
     delta_fraction: float = 0.05  # fold the delta into a new base once it exceeds this share of the base
     delta_min_rows: int = 2_000  # ... and at least this many rows
+    lexical_delta_fraction: float = 0.2  # the lexical base is rebuilt whole, so less often (amortised 5×)
     connectivity: int = 16  # HNSW M
     expansion_add: int = 64  # HNSW ef_construction
     expansion_search: int = 400  # HNSW ef at query time (raised to 2k for larger k); 128 gave recall@10 0.69 at 60 K
