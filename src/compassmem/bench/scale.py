@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -268,9 +269,7 @@ def run_scale(sizes: list[int], out: Path, embedder: str = "hash", turns_per_ste
 def _remove(out: Path, n: int) -> None:
     for p in out.glob(f"scale-{n}.db*"):
         if p.is_dir():
-            for f in p.iterdir():
-                f.unlink()
-            p.rmdir()
+            shutil.rmtree(p)
         else:
             p.unlink()
 

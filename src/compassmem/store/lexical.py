@@ -17,8 +17,10 @@ import os
 import re
 import shutil
 import uuid
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 
@@ -59,30 +61,36 @@ class LexicalBase:
         return rowids[top], scores[top]
 
 
-def build(rows: list[tuple[int, str]], seq: int) -> LexicalBase | None:
-    """An impact base over (rowid, space-separated terms) rows, vectorised: one split, one unique."""
-    if not rows:
+def build(rows: Iterable[tuple[int, str]], seq: int) -> LexicalBase | None:
+    """An impact base over (rowid, space-separated terms) rows, streamed: terms become integer ids as
+    they are read (no per-token Python objects kept), then numpy does the rest."""
+    vocab: dict[str, int] = {}
+    rowid_list = array("q")
+    lengths = array("q")
+    term_ids = array("l")
+    for rowid, terms in rows:
+        words = terms.split()
+        rowid_list.append(rowid)
+        lengths.append(len(words))
+        term_ids.extend([vocab.setdefault(w, len(vocab)) for w in words])
+    n = len(rowid_list)
+    if not n or not len(term_ids):
         return None
-    rowids = np.fromiter((r for r, _ in rows), np.int64, len(rows))
-    split = [t.split() for _, t in rows]
-    lengths = np.fromiter((len(s) for s in split), np.int64, len(split))
-    tokens = np.array([w for s in split for w in s], dtype=object)
-    if not len(tokens):
-        return None
-    vocab_arr, term_of = np.unique(tokens.astype(str), return_inverse=True)
-    doc_of = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
-    pair, tf = np.unique(term_of.astype(np.int64) * len(rows) + doc_of, return_counts=True)
-    term, doc = pair // len(rows), pair % len(rows)
-    n, avgdl = len(rows), float(lengths.mean()) or 1.0
-    df = np.bincount(term, minlength=len(vocab_arr)).astype(np.float64)
+    rowids = np.frombuffer(rowid_list, np.int64).copy()
+    lens = np.frombuffer(lengths, np.int64)
+    term_of = np.frombuffer(term_ids, np.int64)
+    doc_of = np.repeat(np.arange(n, dtype=np.int64), lens)
+    pair, tf = np.unique(term_of * n + doc_of, return_counts=True)
+    term, doc = pair // n, pair % n
+    avgdl = float(lens.mean()) or 1.0
+    df = np.bincount(term, minlength=len(vocab)).astype(np.float64)
     idf = np.log((n - df + 0.5) / (df + 0.5))
     idf[idf <= 0] = 1e-6  # FTS5 floors non-positive idf the same way
-    norm = K1 * (1 - B + B * lengths[doc] / avgdl)
+    norm = K1 * (1 - B + B * lens[doc] / avgdl)
     impact = (idf[term] * tf * (K1 + 1) / (tf + norm)).astype(np.float32)
-    indptr = np.zeros(len(vocab_arr) + 1, np.int64)
-    indptr[1:] = np.cumsum(np.bincount(term, minlength=len(vocab_arr)))
-    return LexicalBase(seq, int(rowids.max()), rowids, indptr, doc.astype(np.int32), impact,
-                       {str(w): i for i, w in enumerate(vocab_arr)})
+    indptr = np.zeros(len(vocab) + 1, np.int64)
+    indptr[1:] = np.cumsum(np.bincount(term, minlength=len(vocab)))
+    return LexicalBase(seq, int(rowids.max()), rowids, indptr, doc.astype(np.int32), impact, vocab)
 
 
 def save(base: LexicalBase, folder: Path, token: str) -> LexicalBase:

@@ -447,8 +447,7 @@ class SQLiteStore:
                                        (base.watermark,)).fetchone()[0] + len(self._lexical_dirty(namespace, base))
             due = after > max(self.policy.delta_min_rows, self.policy.lexical_delta_fraction * base.size)
         if due and not self._writes:  # a read snapshot sees committed rows only: building there is safe
-            rows = self._conn.execute(f'SELECT rowid, terms FROM "{fts}"').fetchall()
-            built = lexical_index.build(rows, head)
+            built = lexical_index.build(self._conn.execute(f'SELECT rowid, terms FROM "{fts}"'), head)
             if built is not None:
                 base = lexical_index.save(built, self.index_dir, token) if self.index_dir is not None else built
         self._lexicals[key] = (head, base)
