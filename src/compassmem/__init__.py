@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_EXPORTS = {"Memory": ".memory", "Settings": ".config", "Answer": ".models", "Event": ".models",
+_EXPORTS = {"Memory": ".memory", "AsyncMemory": ".aio", "Settings": ".config", "Answer": ".models", "Event": ".models",
             "Observation": ".models", "Relation": ".models", "Topic": ".models", "CompassMemError": ".errors"}
 __all__ = list(_EXPORTS)
 
 if TYPE_CHECKING:
+    from .aio import AsyncMemory  # noqa: F401
     from .config import Settings  # noqa: F401
     from .errors import CompassMemError  # noqa: F401
     from .memory import Memory  # noqa: F401

@@ -15,7 +15,7 @@ from . import validate
 from .errors import ConfigError, InputError, NamespaceNotFound
 from .ingest import Dataset, StepInput
 from .llm import make_llm
-from .models import Answer, Event, ForgetReceipt, Observation, SearchHit, StepRecord
+from .models import Answer, Event, EventDetail, EventPage, ForgetReceipt, Observation, SearchHit, StepRecord
 from .roles import construction_roles, search_roles
 from .search.engine import SearchEngine
 from .search.graph import GraphView
@@ -209,6 +209,33 @@ class Memory:
 
     def events(self, namespace: str = "default") -> list[Event]:
         return self.store.events(namespace)
+
+    def _existing(self, namespace: str) -> str:
+        namespace = validate.namespace_name(namespace)
+        if not self.store.has_namespace(namespace):
+            known = self.store.namespaces()
+            raise NamespaceNotFound(f"unknown namespace '{namespace}'" +
+                                    (f" (known: {', '.join(known[:10])})" if known else " (the database is empty)"))
+        return namespace
+
+    def list(self, namespace: str = "default", offset: int = 0, limit: int = 100) -> EventPage:
+        """A page of the namespace's events in the order they were stored."""
+        namespace = self._existing(namespace)
+        for name, value, low in (("offset", offset, 0), ("limit", limit, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low or (name == "limit" and value > 1000):
+                raise InputError(f"{name} must be an integer {'from 1 to 1000' if name == 'limit' else '>= 0'}, "
+                                 f"got {value!r}")
+        return EventPage(namespace=namespace, offset=offset, limit=limit, total=self.store.event_count(namespace),
+                         items=self.store.events(namespace, offset, limit))
+
+    def get(self, event_id: str, namespace: str = "default") -> EventDetail:
+        """One event with its source observations and the typed relations that touch it."""
+        namespace = self._existing(namespace)
+        event = self.store.get_event(namespace, event_id) if isinstance(event_id, str) else None
+        if event is None:
+            raise InputError(f"no event '{event_id}' in namespace '{namespace}' (compassmem list shows the ids)")
+        return EventDetail(event=event, observations=self.store.get_observations(namespace, event.observation_ids),
+                           relations=self.store.relations_of(namespace, [event.id]))
 
     def namespaces(self) -> list[str]:
         return self.store.namespaces()

@@ -236,6 +236,24 @@ class ObservationHit(BaseModel):
     score: float
 
 
+class EventDetail(BaseModel):
+    """One event with its source observations and the typed relations touching it (`Memory.get`)."""
+
+    event: Event
+    observations: list[Observation]
+    relations: list[Relation]
+
+
+class EventPage(BaseModel):
+    """A page of a namespace's events in stored order (`Memory.list`)."""
+
+    namespace: str
+    offset: int
+    limit: int
+    total: int
+    items: list[Event]
+
+
 class ForgetReceipt(BaseModel):
     """What `Memory.forget` removed, and the proof: a scan of the database files afterwards."""
 

@@ -116,6 +116,51 @@ def search(
     mem.close()
 
 
+@app.command("list")
+def list_events(
+    db: str = DbOpt,
+    namespace: str = typer.Option("default", "--namespace", "-n", help="Which memory to list."),
+    offset: int = typer.Option(0, "--offset", help="Skip this many events."),
+    limit: int = typer.Option(20, "--limit", help="Events per page (1-1000)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the page as JSON."),
+) -> None:
+    """A page of a namespace's events (id, time, participants, summary) in the order they were stored."""
+    mem = open_memory(db, must_exist=True)
+    page = mem.list(namespace, offset, limit)
+    mem.close()
+    if as_json:
+        print(page.model_dump_json(indent=2))
+        return
+    for e in page.items:
+        console.print(f"[bold]{escape(e.id)}[/] [dim]{escape(e.time.label())} · {escape(', '.join(e.participants))}[/]  "
+                      f"{escape(e.summary[:100])}", highlight=False)
+    shown = f"{page.offset + 1}-{page.offset + len(page.items)}" if page.items else "none"
+    err_console.print(f"[dim]{shown} of {page.total} events[/]")
+
+
+@app.command()
+def get(
+    event_id: str = typer.Argument(..., help="An event id (see `compassmem list`)."),
+    db: str = DbOpt,
+    namespace: str = typer.Option("default", "--namespace", "-n", help="Which memory."),
+    as_json: bool = typer.Option(False, "--json", help="Print the event as JSON."),
+) -> None:
+    """One event: its summary, time, participants, source turns and typed relations."""
+    mem = open_memory(db, must_exist=True)
+    detail = mem.get(event_id, namespace)
+    mem.close()
+    if as_json:
+        print(detail.model_dump_json(indent=2))
+        return
+    e = detail.event
+    console.print(f"[bold]{escape(e.id)}[/] [dim]{escape(e.time.label())} · {escape(', '.join(e.participants))}[/]")
+    console.print(escape(e.summary), highlight=False)
+    for o in detail.observations:
+        console.print(f"  [dim]{escape(o.id)}[/] {escape(o.render())}", highlight=False)
+    for r in detail.relations:
+        console.print(f"  [dim]{escape(f'{r.source} -[{r.type}]-> {r.target}')}[/]", highlight=False)
+
+
 @app.command()
 def export(
     db: str = DbOpt,

@@ -363,8 +363,10 @@ class SQLiteStore:
         found = [rows[i] for i in dict.fromkeys(ids) if i in rows]
         return [self._event(r) for r in found], self._matrix_of([r[9] for r in found])
 
-    def events(self, namespace: str) -> list[Event]:
-        rows = self._rows(f"SELECT {self._EVENT_COLS} FROM events WHERE namespace=? ORDER BY rowid", (namespace,))
+    def events(self, namespace: str, offset: int = 0, limit: int | None = None) -> list[Event]:
+        """A namespace's events in stored order; a page of them with offset/limit."""
+        rows = self._rows(f"SELECT {self._EVENT_COLS} FROM events WHERE namespace=? ORDER BY rowid LIMIT ? OFFSET ?",
+                          (namespace, -1 if limit is None else limit, offset))
         return [self._event(r) for r in rows]
 
     def _table_matrix(self, namespace: str, kind: str) -> tuple[list[str], np.ndarray]:

@@ -1,0 +1,62 @@
+"""AsyncMemory: the Memory API for asyncio programs.
+
+Each call runs the synchronous method in a worker thread (`asyncio.to_thread`, which copies the
+caller's context, so usage is counted per call), so an event loop is never blocked by embedding, SQLite
+or a local model. Concurrent calls are safe: the store serialises its connection behind a lock and
+every write is one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from .memory import Memory
+from .models import Answer, EventDetail, EventPage, ForgetReceipt, SearchHit, StepRecord
+
+
+class AsyncMemory:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """The same arguments as Memory (opening is quick: models load on first use)."""
+        self.sync = Memory(*args, **kwargs)
+
+    async def add(self, observations: Any, namespace: str = "default", step: int | None = None,
+                  world_time: str | None = None) -> StepRecord:
+        return await asyncio.to_thread(self.sync.add, observations, namespace, step, world_time)
+
+    async def ask(self, question: str, namespace: str = "default") -> Answer:
+        return await asyncio.to_thread(self.sync.ask, question, namespace)
+
+    async def search(self, query: str, namespace: str = "default", limit: int = 10) -> list[SearchHit]:
+        return await asyncio.to_thread(self.sync.search, query, namespace, limit)
+
+    async def list(self, namespace: str = "default", offset: int = 0, limit: int = 100) -> EventPage:
+        return await asyncio.to_thread(self.sync.list, namespace, offset, limit)
+
+    async def get(self, event_id: str, namespace: str = "default") -> EventDetail:
+        return await asyncio.to_thread(self.sync.get, event_id, namespace)
+
+    async def forget(self, namespace: str) -> ForgetReceipt:
+        return await asyncio.to_thread(self.sync.forget, namespace)
+
+    async def export(self, namespace: str, path: str | Path) -> int:
+        return await asyncio.to_thread(self.sync.export, namespace, path)
+
+    async def import_file(self, path: str | Path) -> str:
+        return await asyncio.to_thread(self.sync.import_file, path)
+
+    async def namespaces(self) -> list[str]:
+        return await asyncio.to_thread(self.sync.namespaces)
+
+    async def stats(self, namespace: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.stats, namespace)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.sync.close)
+
+    async def __aenter__(self) -> "AsyncMemory":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,82 @@
+"""Management API (issue #11): list, get, AsyncMemory, and their CLI commands."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+
+from compassmem import AsyncMemory, Memory
+from compassmem.errors import InputError, NamespaceNotFound
+
+TURNS = ["Ana adopted a puppy named Luna.", "Ben asked what breed she is.", "Ana said Luna is a beagle.",
+         "Later Ben ran a marathon in Oslo.", "Ana cheered for him at the finish line."]
+
+
+@pytest.fixture()
+def mem(tmp_path):
+    m = Memory(tmp_path / "m.db", embedder="hash")
+    m.add(TURNS[:3], namespace="ana", world_time="8 May 2023")
+    m.add(TURNS[3:], namespace="ana", world_time="9 May 2023")
+    yield m
+    m.close()
+
+
+def test_list_pages_through_every_event_once(mem):
+    total = mem.list("ana").total
+    seen = []
+    for offset in range(0, total, 1):
+        page = mem.list("ana", offset=offset, limit=1)
+        assert page.total == total and len(page.items) == 1
+        seen.append(page.items[0].id)
+    assert seen == [e.id for e in mem.events("ana")] and len(set(seen)) == total
+    assert mem.list("ana", offset=total).items == []
+    with pytest.raises(InputError, match="limit"):
+        mem.list("ana", limit=0)
+    with pytest.raises(NamespaceNotFound, match="known: ana"):
+        mem.list("bob")
+
+
+def test_get_returns_the_event_with_its_turns_and_relations(mem):
+    first = mem.list("ana").items[0]
+    detail = mem.get(first.id, "ana")
+    assert detail.event == first
+    assert [o.id for o in detail.observations] == first.observation_ids
+    assert all(first.id in (r.source, r.target) for r in detail.relations)
+    with pytest.raises(InputError, match="no event 'nope'"):
+        mem.get("nope", "ana")
+
+
+def test_async_memory_runs_concurrent_calls_and_counts_usage_per_call(tmp_path):
+    async def main():
+        async with AsyncMemory(tmp_path / "a.db", embedder="hash") as amem:
+            await asyncio.gather(*(amem.add([f"{name} planted tomatoes in the garden."], namespace=name)
+                                   for name in ("ana", "ben", "cy")))
+            answers = await asyncio.gather(*(amem.ask("Who planted tomatoes?", namespace=n) for n in ("ana", "ben", "cy")))
+            hits = await amem.search("tomatoes", namespace="ben")
+            page = await amem.list("cy")
+            return answers, hits, page, await amem.namespaces()
+
+    answers, hits, page, names = asyncio.run(main())
+    assert names == ["ana", "ben", "cy"]
+    assert [a.namespace for a in answers] == ["ana", "ben", "cy"] and all(a.usage.llm_calls == 0 for a in answers)
+    assert hits and "ben" in hits[0].observations[0].text.lower() and page.total == 1
+
+
+def test_cli_list_and_get(tmp_path, mem):
+    db = str(mem.store.path)
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "compassmem", *args], capture_output=True, text=True)
+
+    out = cli("list", "--db", db, "-n", "ana", "--json")
+    assert out.returncode == 0, out.stderr
+    page = json.loads(out.stdout)
+    assert page["total"] == len(page["items"]) >= 1
+    got = cli("get", page["items"][0]["id"], "--db", db, "-n", "ana", "--json")
+    assert got.returncode == 0 and json.loads(got.stdout)["event"]["id"] == page["items"][0]["id"]
+    missing = cli("get", "nope", "--db", db, "-n", "ana")
+    assert missing.returncode != 0 and "no event 'nope'" in missing.stderr and "Traceback" not in missing.stderr
