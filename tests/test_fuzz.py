@@ -67,7 +67,7 @@ def _only_clean_errors(call):
 def test_add_never_raises_anything_but_a_clean_error(mem, items, namespace, step, world_time):
     record = _only_clean_errors(lambda: mem.add(items, namespace=namespace, step=step, world_time=world_time))
     if record is not None:  # accepted: then it is really stored, as text, never as 'None' or characters
-        stored = mem.store.observations(namespace, step)
+        stored = mem.store.observations("default" if namespace is None else namespace, record.step)
         assert stored and all(isinstance(o.text, str) and o.text.strip() for o in stored)
         assert all(o.text != "None" or (isinstance(items, list) and "None" in json.dumps(items, default=str))
                    for o in stored)

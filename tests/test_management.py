@@ -80,3 +80,24 @@ def test_cli_list_and_get(tmp_path, mem):
     assert got.returncode == 0 and json.loads(got.stdout)["event"]["id"] == page["items"][0]["id"]
     missing = cli("get", "nope", "--db", db, "-n", "ana")
     assert missing.returncode != 0 and "no event 'nope'" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_user_agent_and_run_ids_name_one_namespace_each(tmp_path):
+    from compassmem.scope import namespace_for
+
+    assert namespace_for(user_id="ana") == "user:ana"
+    assert namespace_for(run_id="r1", user_id="ana", agent_id="planner") == "user:ana/agent:planner/run:r1"
+    assert namespace_for(user_id="a/b") != namespace_for(user_id="a", agent_id="b")  # "/" is encoded
+    with pytest.raises(InputError, match="not both"):
+        namespace_for("x", user_id="ana")
+    with Memory(tmp_path / "s.db", embedder="hash") as mem:
+        mem.add(["Ana likes green tea."], user_id="ana")
+        mem.add(["The planner booked a flight to Oslo."], user_id="ana", agent_id="planner")
+        assert mem.namespaces() == ["user:ana", "user:ana/agent:planner"]
+        assert "tea" in mem.search("tea", user_id="ana")[0].observations[0].text
+        assert "Oslo" in mem.search("flight", user_id="ana", agent_id="planner")[0].observations[0].text
+        assert mem.list(user_id="ana").total == 1
+        with pytest.raises(NamespaceNotFound, match="user:ben"):
+            mem.ask("What does Ben like?", user_id="ben")
+        assert mem.forget(user_id="ana", agent_id="planner").verified
+        assert mem.namespaces() == ["user:ana"]

@@ -21,24 +21,25 @@ class AsyncMemory:
         """The same arguments as Memory (opening is quick: models load on first use)."""
         self.sync = Memory(*args, **kwargs)
 
-    async def add(self, observations: Any, namespace: str = "default", step: int | None = None,
-                  world_time: str | None = None) -> StepRecord:
-        return await asyncio.to_thread(self.sync.add, observations, namespace, step, world_time)
+    # `scope`: user_id / agent_id / run_id, as for Memory (scope.py)
+    async def add(self, observations: Any, namespace: str | None = None, step: int | None = None,
+                  world_time: str | None = None, **scope: str) -> StepRecord:
+        return await asyncio.to_thread(self.sync.add, observations, namespace, step, world_time, **scope)
 
-    async def ask(self, question: str, namespace: str = "default") -> Answer:
-        return await asyncio.to_thread(self.sync.ask, question, namespace)
+    async def ask(self, question: str, namespace: str | None = None, **scope: str) -> Answer:
+        return await asyncio.to_thread(self.sync.ask, question, namespace, **scope)
 
-    async def search(self, query: str, namespace: str = "default", limit: int = 10) -> list[SearchHit]:
-        return await asyncio.to_thread(self.sync.search, query, namespace, limit)
+    async def search(self, query: str, namespace: str | None = None, limit: int = 10, **scope: str) -> list[SearchHit]:
+        return await asyncio.to_thread(self.sync.search, query, namespace, limit, **scope)
 
-    async def list(self, namespace: str = "default", offset: int = 0, limit: int = 100) -> EventPage:
-        return await asyncio.to_thread(self.sync.list, namespace, offset, limit)
+    async def list(self, namespace: str | None = None, offset: int = 0, limit: int = 100, **scope: str) -> EventPage:
+        return await asyncio.to_thread(self.sync.list, namespace, offset, limit, **scope)
 
-    async def get(self, event_id: str, namespace: str = "default") -> EventDetail:
-        return await asyncio.to_thread(self.sync.get, event_id, namespace)
+    async def get(self, event_id: str, namespace: str | None = None, **scope: str) -> EventDetail:
+        return await asyncio.to_thread(self.sync.get, event_id, namespace, **scope)
 
-    async def forget(self, namespace: str) -> ForgetReceipt:
-        return await asyncio.to_thread(self.sync.forget, namespace)
+    async def forget(self, namespace: str | None = None, **scope: str) -> ForgetReceipt:
+        return await asyncio.to_thread(self.sync.forget, namespace, **scope)
 
     async def export(self, namespace: str, path: str | Path) -> int:
         return await asyncio.to_thread(self.sync.export, namespace, path)

@@ -20,6 +20,7 @@ from .roles import construction_roles, search_roles
 from .search.engine import SearchEngine
 from .search.graph import GraphView
 from .store import Store, open_store
+from .scope import namespace_for
 from .store.base import cache_namespace
 
 
@@ -70,10 +71,12 @@ class Memory:
 
     # ------------------------------------------------------------------ writing
     def add(self, observations: Iterable[Observation | dict[str, Any] | str] | str | dict[str, Any],
-            namespace: str = "default", step: int | None = None, world_time: str | None = None) -> StepRecord:
+            namespace: str | None = None, step: int | None = None, world_time: str | None = None, *,
+            user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> StepRecord:
         """Add one step of observations (a session, a chunk). A string is one turn; dicts may be
-        {'text', 'speaker', 'id', 'time', 'meta'} or mem0-style {'role', 'content'} messages."""
-        namespace = validate.namespace_name(namespace)
+        {'text', 'speaker', 'id', 'time', 'meta'} or mem0-style {'role', 'content'} messages. The
+        memory is `namespace`, or the one user_id / agent_id / run_id name (scope.py)."""
+        namespace = namespace_for(namespace, user_id, agent_id, run_id)
         world_time = validate.world_time(world_time)
         if step is None:
             done = self.store.steps(namespace) if self.store.has_namespace(namespace) else []
@@ -101,12 +104,15 @@ class Memory:
                 on_step(item, record)
         return records
 
-    def forget(self, namespace: str, scan: int = 200) -> ForgetReceipt:
+    def forget(self, namespace: str | None = None, scan: int = 200, *, user_id: str | None = None,
+               agent_id: str | None = None, run_id: str | None = None) -> ForgetReceipt:
         """Delete a namespace and everything derived from it — events, relations, topics, vectors, the
         full-text index, index files, and the LLM-cache rows its work wrote or replayed — then prove it:
         up to `scan` of its longest distinct texts are searched for, byte for byte, in the database file
         and its -wal file. Returns the receipt (rows removed per table, what the scan found)."""
-        namespace = validate.namespace_name(namespace)
+        if namespace is None and user_id is None and agent_id is None and run_id is None:
+            raise InputError("forget needs a namespace (or user_id / agent_id / run_id)")
+        namespace = namespace_for(namespace, user_id, agent_id, run_id)
         if not self.store.has_namespace(namespace):
             raise NamespaceNotFound(f"unknown namespace '{namespace}': nothing to forget")
         texts = sorted({o.text for o in self.store.observations(namespace) if len(o.text) >= 12},
@@ -194,18 +200,21 @@ class Memory:
             return view
         return load
 
-    def ask(self, question: str, namespace: str = "default") -> Answer:
+    def ask(self, question: str, namespace: str | None = None, *, user_id: str | None = None,
+            agent_id: str | None = None, run_id: str | None = None) -> Answer:
         question = validate.question(question, self.settings.search.max_question_chars)
+        namespace = namespace_for(namespace, user_id, agent_id, run_id)
         with _working_for(namespace):
             return self.engine.ask(self._source(namespace), question)
 
-    def search(self, query: str, namespace: str = "default", limit: int = 10) -> list[SearchHit]:
+    def search(self, query: str, namespace: str | None = None, limit: int = 10, *, user_id: str | None = None,
+               agent_id: str | None = None, run_id: str | None = None) -> list[SearchHit]:
         """Events ranked for a query, with their matching observations, scores and times, and no answer:
         for agents that answer themselves. Makes no LLM call, whatever model is configured."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InputError(f"limit must be an integer from 1 to 1000, got {limit!r}")
         query = validate.question(query, self.settings.search.max_question_chars)
-        return self.engine.search(self._source(namespace), query, limit)
+        return self.engine.search(self._source(namespace_for(namespace, user_id, agent_id, run_id)), query, limit)
 
     def events(self, namespace: str = "default") -> list[Event]:
         return self.store.events(namespace)
@@ -218,9 +227,10 @@ class Memory:
                                     (f" (known: {', '.join(known[:10])})" if known else " (the database is empty)"))
         return namespace
 
-    def list(self, namespace: str = "default", offset: int = 0, limit: int = 100) -> EventPage:
+    def list(self, namespace: str | None = None, offset: int = 0, limit: int = 100, *, user_id: str | None = None,
+             agent_id: str | None = None, run_id: str | None = None) -> EventPage:
         """A page of the namespace's events in the order they were stored."""
-        namespace = self._existing(namespace)
+        namespace = self._existing(namespace_for(namespace, user_id, agent_id, run_id))
         for name, value, low in (("offset", offset, 0), ("limit", limit, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low or (name == "limit" and value > 1000):
                 raise InputError(f"{name} must be an integer {'from 1 to 1000' if name == 'limit' else '>= 0'}, "
@@ -228,9 +238,10 @@ class Memory:
         return EventPage(namespace=namespace, offset=offset, limit=limit, total=self.store.event_count(namespace),
                          items=self.store.events(namespace, offset, limit))
 
-    def get(self, event_id: str, namespace: str = "default") -> EventDetail:
+    def get(self, event_id: str, namespace: str | None = None, *, user_id: str | None = None,
+            agent_id: str | None = None, run_id: str | None = None) -> EventDetail:
         """One event with its source observations and the typed relations that touch it."""
-        namespace = self._existing(namespace)
+        namespace = self._existing(namespace_for(namespace, user_id, agent_id, run_id))
         event = self.store.get_event(namespace, event_id) if isinstance(event_id, str) else None
         if event is None:
             raise InputError(f"no event '{event_id}' in namespace '{namespace}' (compassmem list shows the ids)")

@@ -1,0 +1,34 @@
+"""Scoping as mem0 users know it: `user_id`, `agent_id`, `run_id`, in any combination, name one
+namespace, deterministically and readably:
+
+    user_id="ana"                       -> "user:ana"
+    user_id="ana", agent_id="planner"   -> "user:ana/agent:planner"
+    agent_id="planner", run_id="r7"     -> "agent:planner/run:r7"
+
+The parts always come in this order whatever the call's keyword order, and a "/" or "%" inside an id
+is percent-encoded, so two different scopes can never share a namespace. Nothing crosses namespaces:
+a user's memory is not searched by a call scoped to one of their runs.
+"""
+
+from __future__ import annotations
+
+from .errors import InputError
+from .validate import namespace_name
+
+PARTS = ("user_id", "agent_id", "run_id")
+
+
+def namespace_for(namespace: str | None = None, user_id: str | None = None, agent_id: str | None = None,
+                  run_id: str | None = None) -> str:
+    ids = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+    given = {k: v for k, v in ids.items() if v is not None}
+    if not given:
+        return namespace_name("default" if namespace is None else namespace)
+    if namespace is not None:
+        raise InputError("give either namespace or user_id / agent_id / run_id, not both")
+    parts = []
+    for key in PARTS:
+        if key in given:
+            value = namespace_name(given[key], key)
+            parts.append(f"{key[:-3]}:{value.replace('%', '%25').replace('/', '%2F')}")
+    return namespace_name("/".join(parts))
