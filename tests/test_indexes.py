@@ -146,7 +146,7 @@ def _fts5(store: SQLiteStore, namespace: str, text: str, k: int) -> list[tuple[s
 
 
 def test_the_impact_base_scores_like_fts5_and_keeps_up_with_new_rows(tmp_path):
-    from compassmem.store import lexical
+    from compassmem.store import impact as lexical
 
     store, token = _built_store(tmp_path)
     assert lexical.bases(store.index_dir, token), "80 observations > 40: an impact base is expected"

@@ -24,8 +24,8 @@ from . import sqlite_io
 from .base import cache_namespace
 from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_VERSION, fts_name, new_token, observation_terms, statements,
                             upgrade)
-from . import lexical as lexical_index
-from .lexical import LexicalBase
+from . import impact
+from .impact import LexicalBase
 from .vectors import IndexPolicy, VectorIndex, base_files, open_base, write_base
 
 _KINDS = {"observations": ("observations", "embedding"), "events": ("events", "embedding"),
@@ -203,8 +203,8 @@ class SQLiteStore:
                 for _, p in base_files(self.index_dir, token, kind):
                     p.unlink(missing_ok=True)
                     files += 1
-            files += len(lexical_index.bases(self.index_dir, token))
-            lexical_index.remove(self.index_dir, token)
+            files += len(impact.bases(self.index_dir, token))
+            impact.remove(self.index_dir, token)
         removed["index_files"] = files
         self.checkpoint()
         return removed
@@ -398,7 +398,7 @@ class SQLiteStore:
     def lexical_search(self, namespace: str, text: str, k: int) -> list[tuple[str, float]]:
         """(observation id, BM25) of the k best observations for a text's terms (text.index_terms), best
         first: FTS5 over the namespace, or, for a large one, its impact base plus FTS5 over the rows added
-        or changed since (store/lexical.py)."""
+        or changed since (store/impact.py)."""
         terms = index_terms(text)
         token = self._token(namespace)
         if not terms or not token or k <= 0:
@@ -433,10 +433,10 @@ class SQLiteStore:
             return cached[1]
         base = cached[1] if cached is not None else None
         if base is None:
-            for seq, path in lexical_index.bases(self.index_dir, token):
+            for seq, path in impact.bases(self.index_dir, token):
                 if seq <= head:
                     try:
-                        base = lexical_index.load(path)
+                        base = impact.load(path)
                         break
                     except (OSError, ValueError):
                         continue
@@ -449,9 +449,9 @@ class SQLiteStore:
                                        (base.watermark,)).fetchone()[0] + len(self._lexical_dirty(namespace, base))
             due = after > max(self.policy.delta_min_rows, self.policy.lexical_delta_fraction * base.size)
         if due and not self._writes:  # a read snapshot sees committed rows only: building there is safe
-            built = lexical_index.build(self._conn.execute(f'SELECT rowid, terms FROM "{fts}"'), head)
+            built = impact.build(self._conn.execute(f'SELECT rowid, terms FROM "{fts}"'), head)
             if built is not None:
-                base = lexical_index.save(built, self.index_dir, token) if self.index_dir is not None else built
+                base = impact.save(built, self.index_dir, token) if self.index_dir is not None else built
         self._lexicals[key] = (head, base)
         return base
 

@@ -1,4 +1,4 @@
-"""Full-text search that stays fast at millions of observations.
+"""The BM25 impact base: full-text search that stays fast at millions of observations.
 
 FTS5 scores every document that matches any query term, in C but one row at a time: ~2 µs per match,
 so a common word at 2 M observations costs a quarter of a second. Above a size, a namespace therefore
