@@ -77,9 +77,10 @@ class GraphView:
                 if terms in seen:  # "When did X…?" and its subgoal "When did X…" find the same things
                     continue
                 seen.add(terms)
-                for eid, sim in store.search_events(namespace, vec, candidate_events):
+                # candidates only: the view re-scores everything it loads from the stored vectors
+                for eid, sim in store.search_events(namespace, vec, candidate_events, exact=False):
                     event_sim[eid] = max(sim, event_sim.get(eid, -1.0))
-                score = dict(store.search_observations(namespace, vec, candidates))
+                score = dict(store.search_observations(namespace, vec, candidates, exact=False))
                 lexical[text] = store.lexical_search(namespace, text, candidates)
                 top = lexical[text][0][1] if lexical[text] else 1.0
                 for oid, bm25 in lexical[text]:

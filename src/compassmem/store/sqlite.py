@@ -42,9 +42,10 @@ def _unblob(b: bytes) -> np.ndarray:
 
 
 def _normalise(m: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    m = np.asarray(m, np.float32)
+    norms = np.sqrt(np.einsum("ij,ij->i", m, m))
     norms[norms == 0] = 1.0
-    return (m / norms).astype(np.float32)
+    return m / norms[:, None]
 
 
 def _chunks(ids: list, n: int = _CHUNK) -> Iterator[list]:
@@ -73,6 +74,7 @@ class SQLiteStore:
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
+            self._conn.execute("PRAGMA cache_size=-65536")  # 64 MB of pages: a search re-reads its neighbourhood
             fresh = not self._conn.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone()
             self._conn.executescript(SCHEMA)
             row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -386,11 +388,12 @@ class SQLiteStore:
         return self._table_matrix(namespace, "topics")
 
     # ------------------------------------------------------------------ ranked search (the store owns it)
-    def search_events(self, namespace: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        return self._search(namespace, "events", query, k)
+    def search_events(self, namespace: str, query: np.ndarray, k: int, exact: bool = True) -> list[tuple[str, float]]:
+        return self._search(namespace, "events", query, k, exact)
 
-    def search_observations(self, namespace: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        return self._search(namespace, "observations", query, k)
+    def search_observations(self, namespace: str, query: np.ndarray, k: int,
+                            exact: bool = True) -> list[tuple[str, float]]:
+        return self._search(namespace, "observations", query, k, exact)
 
     def search_topics(self, namespace: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         return self._search(namespace, "topics", query, k)
@@ -461,9 +464,10 @@ class SQLiteStore:
             "SELECT DISTINCT key FROM vector_log WHERE namespace=? AND kind='observations' AND seq>? AND key<=?",
             (namespace, base.seq, base.watermark))}
 
-    def _search(self, namespace: str, kind: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The index's k nearest rows, re-scored exactly from the stored float32 vectors (an int8 base only
-        chooses candidates), best first."""
+    def _search(self, namespace: str, kind: str, query: np.ndarray, k: int, exact: bool = True) -> list[tuple[str, float]]:
+        """The index's k nearest rows, best first, re-scored exactly from the stored float32 vectors (an int8
+        base only proposes candidates). exact=False returns the index's own top k and scores (int8 for
+        base rows): enough for a caller that re-scores what it loads anyway, at a third of the reads."""
         if k <= 0:
             return []
         table, col = _KINDS[kind]
@@ -471,9 +475,12 @@ class SQLiteStore:
             index = self._index(namespace, kind)
             if index is None:
                 return []
-            keys, _ = index.search(query, max(2 * k, k + 16), self.policy)  # oversample: an int8 base only proposes
+            keys, approx = index.search(query, max(2 * k, k + 16) if exact else k, self.policy)
             if not len(keys):
                 return []
+            if not exact:
+                names = dict(self._by_rowid(table, "rowid, id", namespace, [int(x) for x in keys]))
+                return [(names[int(r)], float(v)) for r, v in zip(keys, approx) if int(r) in names]
             rows = self._by_rowid(table, f"id, {col}", namespace, [int(x) for x in keys])
         q = np.asarray(query, np.float32)
         sims = dots(self._matrix_of([r[1] for r in rows]), q / (np.linalg.norm(q) or 1.0))
