@@ -235,9 +235,10 @@ PHASES = ("ingest", "queries", "primitives", "cold")
 
 
 def run_scale(sizes: list[int], out: Path, embedder: str = "hash", turns_per_step: int = 100, queries: int = 20,
-              direct_above: int = 100_000, log=print) -> list[dict]:
+              direct_above: int = 100_000, log=print, keep_db: bool = False) -> list[dict]:
     """Each phase of each size in its own subprocess; every finished phase lands in out/scale.json at
-    once, and a rerun skips what is already measured with the same embedder and step size."""
+    once, and a rerun skips what is already measured with the same embedder and step size (drop a
+    phase from a row's "done" list to measure it again on a database kept with keep_db)."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "scale.json"
     results = {r["target_events"]: r for r in (json.loads(path.read_text()) if path.is_file() else [])
@@ -267,7 +268,8 @@ def run_scale(sizes: list[int], out: Path, embedder: str = "hash", turns_per_ste
             prim = row.get(f"{name}_p50_s")
             if prim:
                 row[f"query_over_{name}"] = round(row["query_p50_s"] / prim, 1)
-        _remove(out, n)  # every phase is measured: the database (GBs at 1 M) is not needed again
+        if not keep_db:
+            _remove(out, n)  # every phase is measured: the database (GBs at 1 M) is not needed again
         path.write_text(json.dumps(sorted(results.values(), key=lambda r: r["target_events"]), indent=2))
     return sorted(results.values(), key=lambda r: r["target_events"])
 

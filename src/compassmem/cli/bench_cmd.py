@@ -101,7 +101,8 @@ def scale(out: Path = OutOpt, sizes: str = typer.Option("1000,10000", "--sizes",
           embedder: str = typer.Option("hash", "--embedder"), queries: int = typer.Option(20, "--queries"),
           turns_per_step: int = typer.Option(100, "--turns-per-step"),
           direct_above: int = typer.Option(100_000, "--direct-above", help="Larger sizes are written through the "
-                                           "store API instead of the construction pipeline.")) -> None:
+                                           "store API instead of the construction pipeline."),
+          keep_db: bool = typer.Option(False, "--keep-db", help="Keep each size's database (to re-measure a phase).")) -> None:
     """Synthetic memories of growing size: ingest throughput, query latency p50/p95, peak memory, a cold
     `ask` process, and the exact-scan / ANN / BM25 primitives measured in the same run (resumable)."""
     from ..bench.scale import run_scale
@@ -112,7 +113,7 @@ def scale(out: Path = OutOpt, sizes: str = typer.Option("1000,10000", "--sizes",
     except ValueError:
         raise ConfigError(f"bad --sizes '{sizes}': expected comma-separated integers") from None
     run_scale(ns, out, embedder, turns_per_step, queries, direct_above,
-              log=lambda s: err.print(f"[dim]{escape(s)}[/]"))
+              log=lambda s: err.print(f"[dim]{escape(s)}[/]"), keep_db=keep_db)
     console.print(f"[green]✓[/] {escape(str(out))}/scale.json")
 
 
