@@ -21,7 +21,7 @@ from .search.engine import SearchEngine
 from .search.graph import GraphView
 from .store import Store, open_store
 from .scope import namespace_for
-from .store.base import cache_namespace
+from .store.base import cache_namespace, require_namespace
 
 
 @contextmanager
@@ -194,10 +194,8 @@ class Memory:
         s = self.settings.search
 
         def load(texts: list[str], vectors: Any) -> GraphView:
-            view = GraphView.around(self.store, namespace, texts, vectors, s.candidates, s.candidate_events,
+            return GraphView.around(self.store, namespace, texts, vectors, s.candidates, s.candidate_events,
                                     s.expand_events, s.max_events, s.lexical_weight)
-            view.lexical_weight = s.lexical_weight
-            return view
         return load
 
     def ask(self, question: str, namespace: str | None = None, *, user_id: str | None = None,
@@ -219,18 +217,10 @@ class Memory:
     def events(self, namespace: str = "default") -> list[Event]:
         return self.store.events(namespace)
 
-    def _existing(self, namespace: str) -> str:
-        namespace = validate.namespace_name(namespace)
-        if not self.store.has_namespace(namespace):
-            known = self.store.namespaces()
-            raise NamespaceNotFound(f"unknown namespace '{namespace}'" +
-                                    (f" (known: {', '.join(known[:10])})" if known else " (the database is empty)"))
-        return namespace
-
     def list(self, namespace: str | None = None, offset: int = 0, limit: int = 100, *, user_id: str | None = None,
              agent_id: str | None = None, run_id: str | None = None) -> EventPage:
         """A page of the namespace's events in the order they were stored."""
-        namespace = self._existing(namespace_for(namespace, user_id, agent_id, run_id))
+        namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
         for name, value, low in (("offset", offset, 0), ("limit", limit, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low or (name == "limit" and value > 1000):
                 raise InputError(f"{name} must be an integer {'from 1 to 1000' if name == 'limit' else '>= 0'}, "
@@ -241,7 +231,7 @@ class Memory:
     def get(self, event_id: str, namespace: str | None = None, *, user_id: str | None = None,
             agent_id: str | None = None, run_id: str | None = None) -> EventDetail:
         """One event with its source observations and the typed relations that touch it."""
-        namespace = self._existing(namespace_for(namespace, user_id, agent_id, run_id))
+        namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
         event = self.store.get_event(namespace, event_id) if isinstance(event_id, str) else None
         if event is None:
             raise InputError(f"no event '{event_id}' in namespace '{namespace}' (compassmem list shows the ids)")

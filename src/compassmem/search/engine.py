@@ -90,11 +90,12 @@ class SearchEngine:
         subgoals = subgoals or [question]
         qv = self.embedder.embed([question])[0]
         sv = self.embedder.embed(subgoals)
-        graph = view_of(source, [question, *subgoals], np.vstack([qv[None], sv]))
+        texts, vectors = [question, *subgoals], np.vstack([qv[None], sv])
+        graph = view_of(source, texts, vectors)
         if graph.empty:
             return Answer(question=question, namespace=graph.namespace,
                           answer="Nothing is stored in this memory yet.", used_fallback=True)
-        sims = graph.similarity(np.vstack([qv[None], sv]), [question, *subgoals])
+        sims = graph.similarity(vectors, texts)
         policy = roles.policy(graph, sims)
         frontier = Frontier(sims, graph.index, s.max_steps)
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..embed.base import dots
-from ..errors import NamespaceNotFound
 from ..models import Event, Observation, Topic
 from ..store import Store
+from ..store.base import require_namespace
 from ..text import index_terms
 
 
@@ -51,7 +51,7 @@ class GraphView:
     def load(cls, store: Store, namespace: str) -> "GraphView":
         """The whole namespace (inspection, tests, small memories). Search uses `around` instead."""
         with store.snapshot():  # another process may commit a step between these reads
-            _check(store, namespace)
+            require_namespace(store, namespace)
             events, mat = store.get_events(namespace, list(store.event_topics(namespace)))
             return cls._build(store, namespace, events, mat, store.relations(namespace))
 
@@ -67,23 +67,21 @@ class GraphView:
         else is read, whatever the namespace's size."""
         vectors = np.atleast_2d(vectors)
         with store.snapshot():
-            _check(store, namespace)
-            lexical: dict[str, list[tuple[str, float]]] = {}
+            require_namespace(store, namespace)
+            lexical: dict[tuple[str, ...], list[tuple[str, float]]] = {}  # by terms, as the view keeps them
             event_sim: dict[str, float] = {}
             obs_score: dict[str, float] = {}  # best over the texts of (cosine + weighted, scaled BM25)
-            seen: set[tuple[str, ...]] = set()
             for text, vec in zip(texts, vectors):
                 terms = tuple(index_terms(text))
-                if terms in seen:  # "When did X…?" and its subgoal "When did X…" find the same things
+                if terms in lexical:  # "When did X…?" and its subgoal "When did X…" find the same things
                     continue
-                seen.add(terms)
                 # candidates only: the view re-scores everything it loads from the stored vectors
                 for eid, sim in store.search_events(namespace, vec, candidate_events, exact=False):
                     event_sim[eid] = max(sim, event_sim.get(eid, -1.0))
                 score = dict(store.search_observations(namespace, vec, candidates, exact=False))
-                lexical[text] = store.lexical_search(namespace, text, candidates)
-                top = lexical[text][0][1] if lexical[text] else 1.0
-                for oid, bm25 in lexical[text]:
+                hits = lexical[terms] = store.lexical_search(namespace, text, candidates)
+                top = hits[0][1] if hits else 1.0
+                for oid, bm25 in hits:
                     score[oid] = score.get(oid, 0.0) + lexical_weight * bm25 / top
                 for oid, v in score.items():
                     obs_score[oid] = max(v, obs_score.get(oid, -1.0))
@@ -95,8 +93,8 @@ class GraphView:
             near = [r.target if r.source in best else r.source for r in store.relations_of(namespace, best)]
             events, mat = store.get_events(namespace, list(dict.fromkeys([*ranked[:max_events], *near])))
             view = cls._build(store, namespace, events, mat, store.relations_of(namespace, [e.id for e in events]))
-        for text, hits in lexical.items():  # the question's BM25 is already known: keep it
-            view._remember_lexical(text, hits)
+        view._lexical.update(lexical)  # the question's BM25 is already known: keep it
+        view.lexical_weight = lexical_weight
         return view
 
     @classmethod
@@ -175,21 +173,19 @@ class GraphView:
             sims = np.maximum(sims, self.event_max(self.observation_scores(q, texts), fill=-1.0))
         return sims
 
-    def _remember_lexical(self, text: str, hits: list[tuple[str, float]]) -> None:
-        with _LOCK:
-            self._lexical[tuple(index_terms(text))] = hits
-
     def _lexical_scores(self, text: str) -> np.ndarray | None:
         """BM25 of the loaded observations for a text, divided by the namespace's best (0 outside the
         store's top hits, which are at least as many as the candidates a search loads). Texts with the
         same index terms share one full-text query."""
+        terms = tuple(index_terms(text))
         with _LOCK:
-            hits = self._lexical.get(tuple(index_terms(text)))
+            hits = self._lexical.get(terms)
         if hits is None:
             if self.store is None:
                 return None
             hits = self.store.lexical_search(self.namespace, text, max(len(self._obs_order), 1))
-            self._remember_lexical(text, hits)
+            with _LOCK:
+                self._lexical[terms] = hits
         if not hits or hits[0][1] <= 0:
             return None
         if not hasattr(self, "_obs_row"):
@@ -282,13 +278,6 @@ class GraphView:
             seen.add(n.event_id)
             out.append(n)
         return out
-
-
-def _check(store: Store, namespace: str) -> None:
-    if not store.has_namespace(namespace):
-        known = store.namespaces()
-        hint = f" (known: {', '.join(known[:10])})" if known else " (the database is empty)"
-        raise NamespaceNotFound(f"unknown namespace '{namespace}'{hint}")
 
 
 def approx_tokens(text: str) -> int:

@@ -8,7 +8,7 @@ from typing import Protocol
 from ..llm import LLMClient
 from ..prompts import prompt
 from ..schemas import PlanOut, RefineOut
-from ..text import content_words, stem  # noqa: F401  (re-exported: the analyzer lives in text.py)
+from ..text import content_words
 
 
 class Planner(Protocol):

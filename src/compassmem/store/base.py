@@ -11,12 +11,23 @@ from typing import Iterable, Iterator, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..errors import NamespaceNotFound
+
 from ..models import Event, Observation, Relation, StepRecord, Topic
 
 
 # The namespace an LLM call works for: a store tags the cache rows it writes or replays with it, so
 # forgetting a namespace also removes the cached prompts and answers that held its text.
 cache_namespace: ContextVar[str | None] = ContextVar("cache_namespace", default=None)
+
+
+def require_namespace(store: "Store", namespace: str) -> str:
+    """The namespace, or NamespaceNotFound naming the ones that exist."""
+    if not store.has_namespace(namespace):
+        known = store.namespaces()
+        hint = f" (known: {', '.join(known[:10])})" if known else " (the database is empty)"
+        raise NamespaceNotFound(f"unknown namespace '{namespace}'{hint}")
+    return namespace
 
 
 @runtime_checkable

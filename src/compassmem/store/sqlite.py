@@ -16,7 +16,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from ..embed.base import dots
+from ..embed.base import dots, l2_normalise
 from ..errors import StoreError
 from ..models import Event, EventTime, Observation, Relation, StepRecord, Topic, trusted, utcnow
 from ..text import index_terms
@@ -39,13 +39,6 @@ def _blob(vec: np.ndarray) -> bytes:
 
 def _unblob(b: bytes) -> np.ndarray:
     return np.frombuffer(b, dtype=np.float32)
-
-
-def _normalise(m: np.ndarray) -> np.ndarray:
-    m = np.asarray(m, np.float32)
-    norms = np.sqrt(np.einsum("ij,ij->i", m, m))
-    norms[norms == 0] = 1.0
-    return m / norms[:, None]
 
 
 def _chunks(ids: list, n: int = _CHUNK) -> Iterator[list]:
@@ -185,10 +178,11 @@ class SQLiteStore:
             for table in self._OWNED:
                 removed[table] = self._rows(f"SELECT COUNT(*) FROM {table} WHERE namespace=?", (namespace,))[0][0]
             keys = [r[0] for r in self._rows("SELECT key FROM llm_cache_refs WHERE namespace=?", (namespace,))]
-            removed["llm_cache"] = sum(self._exec(f"DELETE FROM llm_cache WHERE key IN ({','.join('?' * len(c))})",
-                                                  tuple(c)).rowcount for c in _chunks(keys))
+            removed["llm_cache"] = 0
             for chunk in _chunks(keys):
-                self._exec(f"DELETE FROM llm_cache_refs WHERE key IN ({','.join('?' * len(chunk))})", tuple(chunk))
+                marks = ",".join("?" * len(chunk))
+                removed["llm_cache"] += self._exec(f"DELETE FROM llm_cache WHERE key IN ({marks})", tuple(chunk)).rowcount
+                self._exec(f"DELETE FROM llm_cache_refs WHERE key IN ({marks})", tuple(chunk))
             if token:
                 removed["full_text"] = self._rows(f'SELECT COUNT(*) FROM "{fts_name(token)}"')[0][0]
             self._exec("DELETE FROM namespaces WHERE name=?", (namespace,))
@@ -283,13 +277,13 @@ class SQLiteStore:
     @staticmethod
     def _matrix_of(blobs: list[bytes | None]) -> np.ndarray:
         if blobs and all(b is not None for b in blobs):  # the usual case: one buffer, one reshape
-            return _normalise(np.frombuffer(b"".join(blobs), np.float32).reshape(len(blobs), -1))
+            return l2_normalise(np.frombuffer(b"".join(blobs), np.float32).reshape(len(blobs), -1))
         dim = next((len(b) // 4 for b in blobs if b is not None), 0)
         out = np.zeros((len(blobs), dim), np.float32)
         for i, b in enumerate(blobs):
             if b is not None:
                 out[i] = _unblob(b)
-        return _normalise(out) if len(blobs) else out
+        return l2_normalise(out) if len(blobs) else out
 
     def observation_vectors(self, namespace: str, ids: list[str]) -> np.ndarray:
         """Normalised rows for the given observation ids, in order (zeros for an id without a vector)."""
@@ -482,8 +476,7 @@ class SQLiteStore:
                 names = dict(self._by_rowid(table, "rowid, id", namespace, [int(x) for x in keys]))
                 return [(names[int(r)], float(v)) for r, v in zip(keys, approx) if int(r) in names]
             rows = self._by_rowid(table, f"id, {col}", namespace, [int(x) for x in keys])
-        q = np.asarray(query, np.float32)
-        sims = dots(self._matrix_of([r[1] for r in rows]), q / (np.linalg.norm(q) or 1.0))
+        sims = dots(self._matrix_of([r[1] for r in rows]), l2_normalise(query))
         order = np.lexsort((np.arange(len(rows)), -sims))
         return [(rows[i][0], float(sims[i])) for i in order[:k]]
 
@@ -529,7 +522,7 @@ class SQLiteStore:
                 base = open_base(path)
             except Exception:  # an unreadable file is only a cache: fall back to the tables
                 continue
-            index = VectorIndex(seq=seq, base=base, base_seq=seq, base_size=len(base), base_path=str(path))
+            index = VectorIndex(seq=seq, base=base, base_size=len(base), base_path=str(path))
             self._catch_up(index, namespace, kind, head)
             return index
         index = VectorIndex(seq=head)
@@ -591,8 +584,9 @@ class SQLiteStore:
                 problems.append("full-text: entries disagree with their observation's text")
             base = self._lexical_base(namespace, token)
             if base is not None:
-                held = set(base.rowids.tolist()) - self._lexical_dirty(namespace, base)
-                expected = {r for r in want if r <= base.watermark} - self._lexical_dirty(namespace, base)
+                dirty = self._lexical_dirty(namespace, base)
+                held = set(base.rowids.tolist()) - dirty
+                expected = {r for r in want if r <= base.watermark} - dirty
                 if held != expected:
                     problems.append(f"lexical base: {len(expected - held)} rows missing, {len(held - expected)} extra")
         return problems

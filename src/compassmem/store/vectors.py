@@ -26,7 +26,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..embed.base import dots
+from ..embed.base import dots, l2_normalise
 
 
 @dataclass
@@ -41,20 +41,12 @@ class IndexPolicy:
     dtype: str = "i8"  # base storage: i8 (4× smaller than float32; candidates are re-scored exactly)
 
 
-def _normalise(v: np.ndarray) -> np.ndarray:
-    v = np.asarray(v, np.float32)
-    n = np.linalg.norm(v, axis=-1, keepdims=True)
-    n[n == 0] = 1.0
-    return (v / n).astype(np.float32)
-
-
 @dataclass
 class VectorIndex:
     """Keys are the rows' SQLite rowids (stable: rows are upserted in place, never replaced)."""
 
     seq: int = 0  # the vector_log position this index reflects
     base: object | None = None  # usearch Index (a memory-mapped view) or None
-    base_seq: int = 0
     base_size: int = 0
     base_path: str | None = None
     tombstones: set[int] = field(default_factory=set)  # base keys changed or deleted since the base
@@ -74,7 +66,7 @@ class VectorIndex:
                 self._upsert(key, vec)
 
     def _upsert(self, key: int, vec: np.ndarray) -> None:
-        v = _normalise(vec)
+        v = l2_normalise(vec)
         i = self.pos.get(key)
         if i is not None:
             self.buf[i] = v
@@ -100,13 +92,9 @@ class VectorIndex:
         self.keys.pop()
 
     # ------------------------------------------------------------------ reading
-    @property
-    def delta_size(self) -> int:
-        return len(self.keys)
-
     def search(self, query: np.ndarray, k: int, policy: IndexPolicy) -> tuple[np.ndarray, np.ndarray]:
         """(keys, cosine similarities) of the k nearest rows, best first."""
-        q = _normalise(query)
+        q = l2_normalise(query)
         keys: list[np.ndarray] = []
         sims: list[np.ndarray] = []
         if self.keys:
@@ -194,7 +182,7 @@ def write_base(folder: Path | None, token: str, kind: str, index: VectorIndex, p
             if ann is None:
                 ann = Index(ndim=mat.shape[1], metric="ip", dtype=policy.dtype, connectivity=policy.connectivity,
                             expansion_add=policy.expansion_add, expansion_search=policy.expansion_search)
-            ann.add(np.asarray(keys, np.uint64), _normalise(mat), threads=threads)
+            ann.add(np.asarray(keys, np.uint64), l2_normalise(mat), threads=threads)
         if ann is None:
             return index
     else:
@@ -204,7 +192,7 @@ def write_base(folder: Path | None, token: str, kind: str, index: VectorIndex, p
             ann.remove(np.asarray(stale, np.uint64))
         if index.keys:
             ann.add(np.asarray(index.keys, np.uint64), index.buf[: len(index.keys)], threads=threads)
-    new = VectorIndex(seq=index.seq, base=ann, base_seq=index.seq, base_size=len(ann))
+    new = VectorIndex(seq=index.seq, base=ann, base_size=len(ann))
     if folder is None:
         return new
     folder.mkdir(parents=True, exist_ok=True)
