@@ -135,3 +135,56 @@ def test_fifty_random_kill_points_leave_whole_steps_and_resume_to_the_same_memor
                 mem.add(obs, namespace="k", step=step, world_time=when)
         assert _snapshot(db) == expected, f"kill {i} (after {present} steps) resumed to a different memory"
     assert partial >= 10, f"only {partial} of 50 kills landed inside the build: the test lost its teeth"
+
+
+EDIT_CHILD = textwrap.dedent("""
+    import sys
+    from compassmem import Memory
+    from compassmem.store import SQLiteStore
+    from compassmem.store.vectors import IndexPolicy
+
+    store = SQLiteStore(sys.argv[1], index_policy=IndexPolicy(ann_min_rows=20, delta_min_rows=4))
+    mem = Memory(store=store, embedder="hash")
+    ids = [o.id for o in store.observations("k")]
+    print("READY", flush=True)
+    for i, oid in enumerate(ids):
+        if i % 3 == 0:
+            mem.delete([oid], "k")
+        elif i % 3 == 1:
+            mem.update(oid, f"rewritten turn number {i} about a kayak trip", "k")
+    print("DONE", flush=True)
+""")
+
+
+def test_random_kill_points_during_edits_leave_whole_edits(tmp_path):
+    """A delete or update killed at any point is there whole or not at all, and the indexes agree."""
+    import random
+    import shutil
+
+    from compassmem import Memory
+    from compassmem.store import SQLiteStore
+
+    from test_concurrency import _steps
+    from test_edit import invariants
+
+    base = str(tmp_path / "base.db")
+    with Memory(store=SQLiteStore(base, index_policy=IndexPolicy(ann_min_rows=20, delta_min_rows=4)), embedder="hash") as mem:
+        for step, obs, when in _steps("k", n_steps=6, turns=6):
+            mem.add(obs, namespace="k", step=step, world_time=when)
+    rng = random.Random(11)
+    inside = 0
+    for i in range(20):
+        db = str(tmp_path / f"edit-{i}.db")
+        shutil.copy(base, db)
+        proc = subprocess.Popen([sys.executable, "-c", EDIT_CHILD, db], stdout=subprocess.PIPE, text=True)
+        assert "READY" in proc.stdout.readline()
+        time.sleep(rng.uniform(0.0, 0.45))  # the 24 edits take ~0.4 s here
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        store = SQLiteStore(db, index_policy=IndexPolicy(ann_min_rows=20, delta_min_rows=4))
+        with Memory(store=store, embedder="hash") as mem:
+            invariants(mem, "k")
+            n = mem.store.observation_count("k")
+            rewritten = sum("kayak" in o.text for o in mem.store.observations("k"))
+            inside += 0 < rewritten and n > 24  # killed after the first edit and before the last
+    assert inside >= 8, f"only {inside} of 20 kills landed inside the edits: the test lost its teeth"

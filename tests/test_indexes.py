@@ -122,12 +122,13 @@ def test_a_version_1_database_is_upgraded_in_place(tmp_path):
     conn = sqlite3.connect(db)  # turn it back into what CompassMem v1 wrote
     token = conn.execute("SELECT value FROM meta WHERE key='index_token/k'").fetchone()[0]
     conn.executescript(f"""
-        DROP TABLE "{fts_name(token)}"; DROP TABLE speakers; DROP TABLE vector_log;
+        DROP TABLE "{fts_name(token)}"; DROP TABLE speakers; DROP TABLE vector_log; DROP TABLE event_history;
         DROP INDEX obs_event; DROP INDEX event_topic; ALTER TABLE observations DROP COLUMN event;
         DELETE FROM meta WHERE key LIKE 'index_token/%'; UPDATE meta SET value='1' WHERE key='schema_version';""")
     conn.close()
     store = SQLiteStore(db)
-    assert store.get_meta("schema_version") == "2"
+    assert store.get_meta("schema_version") == "3"
+    assert store.history("k", "e1.0") == []  # the v3 table exists; history starts at the upgrade
     assert store.check_indexes("k") == []
     store.close()
     with Memory(db, embedder="hash") as mem:

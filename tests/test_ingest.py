@@ -99,7 +99,7 @@ def test_export_import_round_trip_of_a_full_conversation(built, tmp_path):
     rows = mem.export("conv-26", first)
     assert rows > 600  # every turn, event, relation, topic and step of the conversation
     copy = Memory(tmp_path / "copy.db")
-    assert copy.import_file(first) == "conv-26"
+    assert copy.import_file(first) == ["conv-26"]
     second = tmp_path / "again.jsonl"
     copy.export("conv-26", second)
     assert first.read_bytes() == second.read_bytes()

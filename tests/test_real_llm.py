@@ -102,6 +102,18 @@ def test_llm_mode_build_and_ask_conv26(tmp_path, locomo_path):
     again = mem.ask(wanted[0].question, "conv-26")
     assert again.usage.llm_calls == 0 and again.usage.cached_calls >= 3
     assert again.answer == first["answer"] and len(again.trace) == first["steps"]
+    # editing a memory the model built: the model re-derives the event from what is left of it
+    from test_edit import invariants
+
+    event = next(e for e in mem.events("conv-26") if len(e.observation_ids) >= 3)
+    first_id, second_id = event.observation_ids[:2]
+    updated = mem.update(first_id, "Caroline said she painted a lighthouse at sunrise.", "conv-26")
+    assert updated.events_rederived == [event.id] and updated.usage.llm_calls >= 1 and updated.verified
+    assert "lighthouse" in mem.store.get_observations("conv-26", [first_id])[0].text
+    deleted = mem.delete([second_id], "conv-26")
+    assert second_id not in mem.get(event.id, "conv-26").event.observation_ids and deleted.verified
+    assert [h.action for h in mem.history(event.id, "conv-26")][-2:] == ["updated", "observations_deleted"]
+    invariants(mem, "conv-26")
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
     (REPORT_DIR / "llm_mode_conv26.json").write_text(json.dumps(report, indent=2))
     mem.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .memory import Memory
-from .models import Answer, EventDetail, EventPage, ForgetReceipt, SearchHit, StepRecord
+from .models import Answer, EditReceipt, EventDetail, EventPage, ForgetReceipt, HistoryEntry, SearchHit, StepRecord
 
 
 class AsyncMemory:
@@ -26,11 +26,22 @@ class AsyncMemory:
                   world_time: str | None = None, **scope: str) -> StepRecord:
         return await asyncio.to_thread(self.sync.add, observations, namespace, step, world_time, **scope)
 
-    async def ask(self, question: str, namespace: str | None = None, **scope: str) -> Answer:
-        return await asyncio.to_thread(self.sync.ask, question, namespace, **scope)
+    async def ask(self, question: str, namespace: str | None = None, **kwargs: Any) -> Answer:
+        """kwargs: filters, user_id, agent_id, run_id."""
+        return await asyncio.to_thread(self.sync.ask, question, namespace, **kwargs)
 
-    async def search(self, query: str, namespace: str | None = None, limit: int = 10, **scope: str) -> list[SearchHit]:
-        return await asyncio.to_thread(self.sync.search, query, namespace, limit, **scope)
+    async def search(self, query: str, namespace: str | None = None, limit: int = 10, **kwargs: Any) -> list[SearchHit]:
+        """kwargs: filters, user_id, agent_id, run_id."""
+        return await asyncio.to_thread(self.sync.search, query, namespace, limit, **kwargs)
+
+    async def delete(self, observation_ids: str | list[str], namespace: str | None = None, **scope: str) -> EditReceipt:
+        return await asyncio.to_thread(self.sync.delete, observation_ids, namespace, **scope)
+
+    async def update(self, observation_id: str, text: str, namespace: str | None = None, **scope: str) -> EditReceipt:
+        return await asyncio.to_thread(self.sync.update, observation_id, text, namespace, **scope)
+
+    async def history(self, event_id: str, namespace: str | None = None, **scope: str) -> list[HistoryEntry]:
+        return await asyncio.to_thread(self.sync.history, event_id, namespace, **scope)
 
     async def list(self, namespace: str | None = None, offset: int = 0, limit: int = 100, **scope: str) -> EventPage:
         return await asyncio.to_thread(self.sync.list, namespace, offset, limit, **scope)
@@ -41,10 +52,10 @@ class AsyncMemory:
     async def forget(self, namespace: str | None = None, **scope: str) -> ForgetReceipt:
         return await asyncio.to_thread(self.sync.forget, namespace, **scope)
 
-    async def export(self, namespace: str, path: str | Path) -> int:
+    async def export(self, namespace: str | None, path: str | Path) -> int:
         return await asyncio.to_thread(self.sync.export, namespace, path)
 
-    async def import_file(self, path: str | Path) -> str:
+    async def import_file(self, path: str | Path) -> list[str]:
         return await asyncio.to_thread(self.sync.import_file, path)
 
     async def namespaces(self) -> list[str]:

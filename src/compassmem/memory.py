@@ -15,7 +15,9 @@ from . import validate
 from .errors import ConfigError, InputError, NamespaceNotFound
 from .ingest import Dataset, StepInput
 from .llm import make_llm
-from .models import Answer, Event, EventDetail, EventPage, ForgetReceipt, Observation, SearchHit, StepRecord
+from .construct.edit import Editor, scan_files
+from .models import (Answer, EditReceipt, Event, EventDetail, EventPage, Filters, ForgetReceipt, HistoryEntry,
+                     Observation, SearchHit, StepRecord)
 from .roles import construction_roles, search_roles
 from .search.engine import SearchEngine
 from .search.graph import GraphView
@@ -35,13 +37,16 @@ def _working_for(namespace: str) -> Iterator[None]:
 
 
 EXPORT_FORMAT = "compassmem-export"
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2  # 2: several namespaces per file, event history rows
 
 
 class Memory:
     def __init__(self, db: str | Path = ":memory:", llm: str | None = "none", embedder: str | None = None,
                  settings: Settings | None = None, base_url: str | None = None, api_key: str | None = None,
                  store: Store | None = None) -> None:
+        if not isinstance(db, (str, Path)):
+            raise ConfigError(f"db must be a path (or ':memory:'), got {type(db).__name__}; "
+                              "pass an opened store as Memory(store=...)")
         self.settings = settings or Settings()
         self.store = store or open_store(db)
         built_with = self.store.get_meta("embedder")
@@ -56,6 +61,7 @@ class Memory:
         self.constructor = Constructor(self.store, self.embedder,
                                        construction_roles(self.llm, self.embedder, self.settings),
                                        self.settings.construction, self.llm)
+        self.editor = Editor(self.constructor)
         self.engine = SearchEngine(self.embedder, search_roles(self.llm, self.embedder, self.settings, self.store),
                                    self.settings.search, self.llm)
 
@@ -120,36 +126,67 @@ class Memory:
         removed = self.store.delete_namespace(namespace)
         receipt = ForgetReceipt(namespace=namespace, removed={k: v for k, v in removed.items() if k != "index_files"},
                                 index_files_removed=removed.get("index_files", 0), scanned_texts=len(texts))
-        path = getattr(self.store, "path", ":memory:")
-        if path != ":memory:":
-            for f in (Path(path), Path(f"{path}-wal")):
-                if f.is_file():
-                    data = f.read_bytes()
-                    receipt.scanned_files.append(str(f))
-                    receipt.found += [f"{f.name}: {t[:60]}" for t in texts if t.encode() in data]
+        receipt.scanned_files, receipt.found = scan_files(getattr(self.store, "path", ":memory:"), texts)
         return receipt
 
+    def delete(self, observation_ids: str | list[str], namespace: str | None = None, *, user_id: str | None = None,
+               agent_id: str | None = None, run_id: str | None = None) -> EditReceipt:
+        """Delete observations and everything derived from them: an event left with no source is deleted
+        (with its relations), one that keeps some is re-derived from them; topic membership, vectors,
+        full-text rows, history summaries and the namespace's LLM-cache rows follow. The receipt lists
+        what was removed and a byte scan of the database files for the deleted text."""
+        namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
+        ids = [observation_ids] if isinstance(observation_ids, str) else observation_ids
+        if not isinstance(ids, list):
+            raise InputError(f"observation_ids must be a string or a list of strings, got {type(ids).__name__}")
+        with _working_for(namespace):
+            return self.editor.delete(namespace, list(dict.fromkeys(ids)))
+
+    def update(self, observation_id: str, text: str, namespace: str | None = None, *, user_id: str | None = None,
+               agent_id: str | None = None, run_id: str | None = None) -> EditReceipt:
+        """Replace an observation's text and re-derive its event (summary, time, vector, topic), as if it
+        had been ingested that way; the old text is removed from history and cache, then scanned for."""
+        namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
+        text = validate.text_of(text, "text")
+        if not isinstance(observation_id, str):
+            raise InputError(f"observation_id must be a string, got {type(observation_id).__name__}")
+        with _working_for(namespace):
+            return self.editor.update(namespace, observation_id, text)
+
+    def history(self, event_id: str, namespace: str | None = None, *, user_id: str | None = None,
+                agent_id: str | None = None, run_id: str | None = None) -> list[HistoryEntry]:
+        """What happened to an event, oldest first: created, merged, updated, observations deleted, deleted."""
+        namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
+        entries = self.store.history(namespace, event_id) if isinstance(event_id, str) else []
+        if not entries:
+            raise InputError(f"no history for event '{event_id}' in namespace '{namespace}' (compassmem list "
+                             "shows the ids; events built before CompassMem 0.4 have none)")
+        return entries
+
     # ------------------------------------------------------------------ export / import
-    def export(self, namespace: str, path: str | Path) -> int:
-        """Write one namespace to a JSONL file (docs/formats.md, "export"): a header line, then every
-        stored row — observations, steps, events, relations, topics, vectors included — exactly as
-        stored, so `import_file` reproduces the namespace. Returns the number of rows."""
-        namespace = validate.namespace_name(namespace)
-        if not self.store.has_namespace(namespace):
-            raise NamespaceNotFound(f"unknown namespace '{namespace}': nothing to export")
-        header = {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "namespace": namespace,
+    def export(self, namespace: str | None, path: str | Path) -> int:
+        """Write one namespace, or with namespace=None every namespace, to a JSONL file (docs/formats.md,
+        "export"): a header line, then every stored row — observations, steps, events, relations, topics,
+        history, vectors included — exactly as stored, so `import_file` reproduces them. Returns the
+        number of rows."""
+        if namespace is None:
+            names = self.store.namespaces()
+        else:
+            names = [require_namespace(self.store, validate.namespace_name(namespace))]
+        header = {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "namespaces": names,
                   "embedder": self.store.get_meta("embedder")}
         n = 0
         with Path(path).open("w", encoding="utf-8") as fh:
             fh.write(json.dumps(header) + "\n")
-            for table, row in self.store.export_rows(namespace):
-                fh.write(json.dumps({"table": table, "row": row}, ensure_ascii=False) + "\n")
-                n += 1
+            for name in names:
+                for table, row in self.store.export_rows(name):
+                    fh.write(json.dumps({"table": table, "row": row}, ensure_ascii=False) + "\n")
+                    n += 1
         return n
 
-    def import_file(self, path: str | Path) -> str:
-        """Load a namespace written by `export` (all or nothing). Refused when the namespace exists or the
-        file was made with another embedder. Returns the namespace."""
+    def import_file(self, path: str | Path) -> list[str]:
+        """Load the namespaces written by `export` (all or nothing). Refused when one of them exists or the
+        file was made with another embedder. Returns the namespaces."""
         p = Path(path)
         if not p.is_file():
             raise InputError(f"export file not found: {p}")
@@ -160,25 +197,33 @@ class Memory:
                 header = {}
             if header.get("format") != EXPORT_FORMAT:
                 raise InputError(f"{p} is not a CompassMem export (no '{EXPORT_FORMAT}' header line)")
-            if header.get("version") != EXPORT_VERSION:
-                raise InputError(f"{p} is export version {header.get('version')}; this CompassMem reads {EXPORT_VERSION}")
-            namespace = validate.namespace_name(header.get("namespace"))
+            if header.get("version") not in (1, EXPORT_VERSION):
+                raise InputError(f"{p} is export version {header.get('version')}; this CompassMem reads 1 to {EXPORT_VERSION}")
+            names = header.get("namespaces", [header.get("namespace")])  # v1 held one namespace
+            if not isinstance(names, list):
+                raise InputError(f"{p}: the header's 'namespaces' is not a list")
+            names = [validate.namespace_name(n) for n in names]
             ours = self.store.get_meta("embedder")
             if header.get("embedder") and ours and header["embedder"] != ours:
                 raise ConfigError(f"{p} was built with embedder '{header['embedder']}', this database with '{ours}'")
-            if self.store.has_namespace(namespace):
-                raise InputError(f"namespace '{namespace}' already exists; forget it first or import elsewhere")
+            clash = [n for n in names if self.store.has_namespace(n)]
+            if clash:
+                raise InputError(f"namespace '{clash[0]}' already exists; forget it first or import elsewhere")
 
             def rows():
                 for lineno, line in enumerate(fh, 2):
                     try:
                         item = json.loads(line)
-                        yield item["table"], item["row"]
+                        table, row = item["table"], item["row"]
+                        owner = row["name"] if table == "namespaces" else row["namespace"]
                     except (json.JSONDecodeError, KeyError, TypeError):
                         raise InputError(f"{p}:{lineno}: not an export row") from None
+                    if owner not in names:
+                        raise InputError(f"{p}:{lineno}: a row of namespace '{owner}', which the header does not name")
+                    yield table, row
 
             self.store.import_rows(rows())
-        return namespace
+        return names
 
     # ------------------------------------------------------------------ reading
     def graph(self, namespace: str) -> GraphView:
@@ -188,31 +233,46 @@ class Memory:
         view.lexical_weight = self.settings.search.lexical_weight
         return view
 
-    def _source(self, namespace: str) -> Callable[[list[str], Any], GraphView]:
-        """A loader of the part of `namespace` some query texts need (GraphView.around)."""
+    def _source(self, namespace: str, filters: Filters | dict | None = None) -> Callable[[list[str], Any], GraphView]:
+        """A loader of the part of `namespace` some query texts need (GraphView.around), restricted to the
+        observations that pass `filters`; a filter that passes none is an error that says so."""
         namespace = validate.namespace_name(namespace)
         s = self.settings.search
+        allowed = None
+        flt = validate.filters(filters)
+        if flt is not None:
+            require_namespace(self.store, namespace)
+            allowed = set(self.store.filter_observations(namespace, flt))
+            if not allowed:
+                hint = ""
+                if flt.speaker:
+                    hint = f"; its speakers are {', '.join(self.store.speakers(namespace)[:10]) or 'not named'}"
+                raise InputError(f"the filters ({flt.describe()}) match no observation in namespace '{namespace}'{hint}")
 
         def load(texts: list[str], vectors: Any) -> GraphView:
             return GraphView.around(self.store, namespace, texts, vectors, s.candidates, s.candidate_events,
-                                    s.expand_events, s.max_events, s.lexical_weight)
+                                    s.expand_events, s.max_events, s.lexical_weight, allowed)
         return load
 
-    def ask(self, question: str, namespace: str | None = None, *, user_id: str | None = None,
-            agent_id: str | None = None, run_id: str | None = None) -> Answer:
+    def ask(self, question: str, namespace: str | None = None, *, filters: Filters | dict | None = None,
+            user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Answer:
+        """Answer by actively searching the namespace's Event Graph (only the observations that pass
+        `filters`: {'since', 'until', 'speaker', 'meta'}, see models.Filters)."""
         question = validate.question(question, self.settings.search.max_question_chars)
         namespace = namespace_for(namespace, user_id, agent_id, run_id)
         with _working_for(namespace):
-            return self.engine.ask(self._source(namespace), question)
+            return self.engine.ask(self._source(namespace, filters), question)
 
-    def search(self, query: str, namespace: str | None = None, limit: int = 10, *, user_id: str | None = None,
-               agent_id: str | None = None, run_id: str | None = None) -> list[SearchHit]:
+    def search(self, query: str, namespace: str | None = None, limit: int = 10, *,
+               filters: Filters | dict | None = None, user_id: str | None = None, agent_id: str | None = None,
+               run_id: str | None = None) -> list[SearchHit]:
         """Events ranked for a query, with their matching observations, scores and times, and no answer:
         for agents that answer themselves. Makes no LLM call, whatever model is configured."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InputError(f"limit must be an integer from 1 to 1000, got {limit!r}")
         query = validate.question(query, self.settings.search.max_question_chars)
-        return self.engine.search(self._source(namespace_for(namespace, user_id, agent_id, run_id)), query, limit)
+        return self.engine.search(self._source(namespace_for(namespace, user_id, agent_id, run_id), filters),
+                                  query, limit)
 
     def events(self, namespace: str = "default") -> list[Event]:
         return self.store.events(namespace)

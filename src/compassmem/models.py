@@ -279,3 +279,80 @@ class SearchHit(BaseModel):
     participants: list[str] = Field(default_factory=list)
     topic_id: str | None = None
     observations: list[ObservationHit] = Field(default_factory=list)
+
+
+HistoryAction = Literal["created", "merged", "updated", "observations_deleted", "deleted"]
+
+
+class HistoryEntry(BaseModel):
+    """One change to an event (Memory.history): what happened, when, to which observations, and the
+    summary it left. Summaries written before an update or delete are redacted (None), because they may
+    hold the text that was changed or deleted."""
+
+    event_id: str
+    at: str
+    action: HistoryAction
+    step: int | None = None
+    observation_ids: list[str] = Field(default_factory=list, description="the observations the change touched")
+    summary: str | None = Field(default=None, description="what the change wrote: the event's summary (created, "
+                                "updated, observations_deleted) or the part merged in (merged); None: redacted")
+
+
+class Filters(BaseModel):
+    """Which observations a search or ask may use (all given conditions must hold). `since`/`until` are
+    ISO dates compared with the observation's date (its event's date when it has none); `speaker` is one
+    name or a list; `meta` is equality on observation metadata."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    since: str | None = None
+    until: str | None = None
+    speaker: list[str] | None = None
+    meta: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("speaker", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: object) -> object:
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("since", "until")
+    @classmethod
+    def _iso_date(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                return datetime.fromisoformat(v.strip()).date().isoformat()
+            except ValueError:
+                raise ValueError(f"'{v}' is not an ISO date (YYYY-MM-DD)") from None
+        return v
+
+    @property
+    def empty(self) -> bool:
+        return self.since is None and self.until is None and not self.speaker and not self.meta
+
+    def describe(self) -> str:
+        parts = [f"since {self.since}" if self.since else "", f"until {self.until}" if self.until else "",
+                 f"speaker in {self.speaker}" if self.speaker else "",
+                 *(f"meta.{k} = {v!r}" for k, v in self.meta.items())]
+        return ", ".join(p for p in parts if p)
+
+
+class EditReceipt(BaseModel):
+    """What `Memory.delete` or `Memory.update` changed, and the proof that the old text is gone: a byte
+    scan of the database files afterwards."""
+
+    namespace: str
+    action: Literal["delete", "update"]
+    observation_ids: list[str]
+    events_deleted: list[str] = Field(default_factory=list)
+    events_rederived: list[str] = Field(default_factory=list)
+    removed: dict[str, int] = Field(default_factory=dict, description="rows removed per table")
+    scanned_texts: int = Field(0, description="old texts searched for in the files afterwards")
+    skipped_texts: int = Field(0, description="old texts not scanned: shorter than 12 characters or still "
+                                              "held by another observation")
+    scanned_files: list[str] = Field(default_factory=list)
+    found: list[str] = Field(default_factory=list, description="'file: text' for any old text still readable")
+    usage: Usage = Field(default_factory=Usage, description="LLM calls made to re-derive events and label topics")
+
+    @property
+    def verified(self) -> bool:
+        return bool(self.scanned_files) and not self.found

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import InputError
-from .models import Observation
+from .models import Filters, Observation
 
 MAX_NAME = 200
 MAX_STEP = 2**31 - 1
@@ -116,3 +116,21 @@ def question(value: Any, limit: int) -> str:
     if len(q) > limit:
         raise InputError(f"the question is {len(q)} characters long; the limit is {limit} (search.max_question_chars)")
     return q
+
+
+def filters(value: Any) -> Filters | None:
+    """Search filters from a Filters or a dict ({'since', 'until', 'speaker', 'meta'}); None or empty: none."""
+    if value is None:
+        return None
+    if isinstance(value, Filters):
+        flt = value
+    elif isinstance(value, dict):
+        try:
+            flt = Filters.model_validate(value)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(x) for x in first["loc"]) or "value"
+            raise InputError(f"filters: {field}: {first['msg']}") from None
+    else:
+        raise InputError(f"filters must be a dict or Filters, got {type(value).__name__}")
+    return None if flt.empty else flt

@@ -11,8 +11,8 @@ import typer
 from rich.markup import escape
 
 from ..errors import CompassMemError
-from .common import (BaseUrlOpt, ConfigOpt, DbOpt, EMB_HELP, KeyOpt, LlmOpt, console, err_console, open_memory,
-                     parse_range)
+from .common import (BaseUrlOpt, ConfigOpt, DbOpt, EMB_HELP, KeyOpt, LlmOpt, MetaOpt, SinceOpt, SpeakerOpt, UntilOpt,
+                     console, err_console, filters_from, open_memory, parse_range)
 
 app = typer.Typer(help="CompassMem: event-centric memory for LLM agents. Build an Event Graph from "
                        "conversations or documents, then ask it questions.",
@@ -83,12 +83,14 @@ def ask(
     namespace: str = typer.Option("default", "--namespace", "-n", help="Which memory to search."),
     llm: str = LlmOpt, config: Optional[Path] = ConfigOpt, base_url: Optional[str] = BaseUrlOpt,
     api_key: Optional[str] = KeyOpt, as_json: bool = typer.Option(False, "--json", help="Print the Answer as JSON."),
+    since: Optional[str] = SinceOpt, until: Optional[str] = UntilOpt, speaker: Optional[list[str]] = SpeakerOpt,
+    meta: Optional[list[str]] = MetaOpt,
 ) -> None:
     """Answer a question by actively searching one namespace's Event Graph."""
     from .render import render_answer
 
     mem = open_memory(db, llm, None, config, base_url, api_key, must_exist=True)
-    answer = mem.ask(question, namespace)
+    answer = mem.ask(question, namespace, filters=filters_from(since, until, speaker, meta))
     if as_json:
         print(answer.model_dump_json(indent=2))
     else:
@@ -103,120 +105,19 @@ def search(
     namespace: str = typer.Option("default", "--namespace", "-n", help="Which memory to search."),
     limit: int = typer.Option(10, "--limit", "-k", help="How many events (1-1000)."),
     as_json: bool = typer.Option(False, "--json", help="Print the hits as JSON."),
+    since: Optional[str] = SinceOpt, until: Optional[str] = UntilOpt, speaker: Optional[list[str]] = SpeakerOpt,
+    meta: Optional[list[str]] = MetaOpt,
 ) -> None:
     """Ranked events with their source turns and scores, without an answer (no LLM call)."""
     from .render import render_hits
 
     mem = open_memory(db, must_exist=True)
-    hits = mem.search(query, namespace, limit)
+    hits = mem.search(query, namespace, limit, filters=filters_from(since, until, speaker, meta))
     if as_json:
         print(json.dumps([h.model_dump() for h in hits], indent=2))
     else:
         render_hits(console, hits)
     mem.close()
-
-
-@app.command("list")
-def list_events(
-    db: str = DbOpt,
-    namespace: str = typer.Option("default", "--namespace", "-n", help="Which memory to list."),
-    offset: int = typer.Option(0, "--offset", help="Skip this many events."),
-    limit: int = typer.Option(20, "--limit", help="Events per page (1-1000)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the page as JSON."),
-) -> None:
-    """A page of a namespace's events (id, time, participants, summary) in the order they were stored."""
-    mem = open_memory(db, must_exist=True)
-    page = mem.list(namespace, offset, limit)
-    mem.close()
-    if as_json:
-        print(page.model_dump_json(indent=2))
-        return
-    for e in page.items:
-        console.print(f"[bold]{escape(e.id)}[/] [dim]{escape(e.time.label())} · {escape(', '.join(e.participants))}[/]  "
-                      f"{escape(e.summary[:100])}", highlight=False)
-    shown = f"{page.offset + 1}-{page.offset + len(page.items)}" if page.items else "none"
-    err_console.print(f"[dim]{shown} of {page.total} events[/]")
-
-
-@app.command()
-def get(
-    event_id: str = typer.Argument(..., help="An event id (see `compassmem list`)."),
-    db: str = DbOpt,
-    namespace: str = typer.Option("default", "--namespace", "-n", help="Which memory."),
-    as_json: bool = typer.Option(False, "--json", help="Print the event as JSON."),
-) -> None:
-    """One event: its summary, time, participants, source turns and typed relations."""
-    mem = open_memory(db, must_exist=True)
-    detail = mem.get(event_id, namespace)
-    mem.close()
-    if as_json:
-        print(detail.model_dump_json(indent=2))
-        return
-    e = detail.event
-    console.print(f"[bold]{escape(e.id)}[/] [dim]{escape(e.time.label())} · {escape(', '.join(e.participants))}[/]")
-    console.print(escape(e.summary), highlight=False)
-    for o in detail.observations:
-        console.print(f"  [dim]{escape(o.id)}[/] {escape(o.render())}", highlight=False)
-    for r in detail.relations:
-        console.print(f"  [dim]{escape(f'{r.source} -[{r.type}]-> {r.target}')}[/]", highlight=False)
-
-
-@app.command()
-def export(
-    db: str = DbOpt,
-    namespace: str = typer.Option(..., "--namespace", "-n", help="The namespace to write."),
-    out: Path = typer.Option(..., "--out", "-o", help="The JSONL file to write."),
-) -> None:
-    """Write a namespace, vectors included, to a JSONL file that `compassmem import` restores exactly."""
-    mem = open_memory(db, must_exist=True)
-    n = mem.export(namespace, out)
-    mem.close()
-    console.print(f"[green]✓[/] {n} rows of {escape(namespace)} → {escape(str(out))}")
-
-
-@app.command("import")
-def import_(
-    path: Path = typer.Argument(..., help="A file written by `compassmem export`."),
-    db: str = DbOpt,
-    embedder: Optional[str] = typer.Option(None, "--embedder", help=EMB_HELP + " (must be the export's)"),
-) -> None:
-    """Restore a namespace from an export file (refused if the namespace exists; all or nothing)."""
-    mem = open_memory(db, embedder=embedder or _export_embedder(path))
-    ns = mem.import_file(path)
-    mem.close()
-    console.print(f"[green]✓[/] imported {escape(ns)} → {escape(db)}")
-
-
-def _export_embedder(path: Path) -> str | None:
-    """The embedder named in an export's header, so importing into a new database needs no flag."""
-    try:
-        with path.open(encoding="utf-8") as fh:
-            return json.loads(fh.readline()).get("embedder")
-    except (OSError, ValueError, AttributeError):
-        return None  # import_file reports what is wrong with the file
-
-
-@app.command()
-def forget(
-    db: str = DbOpt,
-    namespace: str = typer.Option(..., "--namespace", "-n", help="The namespace to delete."),
-    yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation."),
-) -> None:
-    """Delete a namespace and everything derived from it (events, relations, topics, vectors, full-text
-    index, cached LLM calls), then scan the database files for its text and print the receipt."""
-    mem = open_memory(db, must_exist=True)
-    if not yes and not typer.confirm(f"Delete namespace '{namespace}' from {db}?"):
-        raise typer.Exit(1)
-    receipt = mem.forget(namespace)
-    mem.close()
-    rows = ", ".join(f"{n} {t}" for t, n in receipt.removed.items() if n)
-    console.print(f"[green]✓[/] forgot {escape(namespace)}: {escape(rows)}; {receipt.index_files_removed} index files")
-    if receipt.verified:
-        console.print(f"  verified: none of its {receipt.scanned_texts} longest texts is left in "
-                      f"{escape(', '.join(Path(f).name for f in receipt.scanned_files))}")
-    elif receipt.found:
-        err_console.print(f"[red]still readable:[/] {escape('; '.join(receipt.found[:3]))}")
-        raise typer.Exit(1)
 
 
 @app.command()
@@ -260,7 +161,11 @@ def doctor(
 
 
 from .bench_cmd import bench_app  # noqa: E402
+from .manage import COMMANDS  # noqa: E402
 from .models_cmd import models_app  # noqa: E402
+
+for _name, _command in COMMANDS.items():
+    app.command(_name)(_command)
 
 app.add_typer(models_app, name="models")
 app.add_typer(bench_app, name="bench")

@@ -24,6 +24,25 @@ KeyOpt = typer.Option(None, "--api-key", help="API key (default: $OPENAI_API_KEY
 ConfigOpt = typer.Option(None, "--config", help="TOML file overriding method settings (see docs/config.md).")
 
 
+SinceOpt = typer.Option(None, "--since", help="Only observations dated on or after this ISO date.")
+UntilOpt = typer.Option(None, "--until", help="Only observations dated on or before this ISO date.")
+SpeakerOpt = typer.Option(None, "--speaker", help="Only this speaker's observations; repeatable.")
+MetaOpt = typer.Option(None, "--meta", help="Only observations whose metadata has KEY=VALUE; repeatable.")
+
+
+def filters_from(since: str | None, until: str | None, speaker: list[str] | None,
+                 meta: list[str] | None) -> dict | None:
+    """The --since/--until/--speaker/--meta options as Memory's `filters` (None when none is given)."""
+    pairs = {}
+    for item in meta or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"bad --meta '{item}'; expected KEY=VALUE")
+        pairs[key] = value
+    given = {"since": since, "until": until, "speaker": speaker or None, "meta": pairs or None}
+    return {k: v for k, v in given.items() if v is not None} or None
+
+
 def open_memory(db: str, llm: str = "none", embedder: str | None = None, config: Path | None = None,
                 base_url: str | None = None, api_key: str | None = None, must_exist: bool = False):
     from ..config import Settings

@@ -18,6 +18,7 @@ from ..store.base import require_namespace
 from ..text import index_terms
 
 
+EXACT_FILTER_ROWS = 20_000  # a filter passing at most this many observations is searched exactly
 _LOCK = threading.Lock()  # the per-text score and BM25 memos, shared by explorer threads
 
 
@@ -58,7 +59,7 @@ class GraphView:
     @classmethod
     def around(cls, store: Store, namespace: str, texts: list[str], vectors: np.ndarray, candidates: int = 100,
                candidate_events: int = 30, expand: int = 20, max_events: int = 120,
-               lexical_weight: float = 0.6) -> "GraphView":
+               lexical_weight: float = 0.6, allowed: set[str] | None = None) -> "GraphView":
         """The part of a namespace a question needs, read from the store's indexes. For each query text:
         its `candidates` nearest and `candidates` best-BM25 observations and `candidate_events` nearest
         events. Each event found is scored like `similarity` would score it (its own cosine, or its best
@@ -68,6 +69,13 @@ class GraphView:
         vectors = np.atleast_2d(vectors)
         with store.snapshot():
             require_namespace(store, namespace)
+            wide, allowed_events, exact_pool = 1, None, None
+            if allowed is not None:
+                allowed_events = set(store.owners(namespace, sorted(allowed)).values())
+                wide = 8  # over-fetch from the indexes, then keep what passes the filter
+                if len(allowed) <= EXACT_FILTER_ROWS:
+                    ids = sorted(allowed)
+                    exact_pool = (ids, store.observation_vectors(namespace, ids))
             lexical: dict[tuple[str, ...], list[tuple[str, float]]] = {}  # by terms, as the view keeps them
             event_sim: dict[str, float] = {}
             obs_score: dict[str, float] = {}  # best over the texts of (cosine + weighted, scaled BM25)
@@ -76,10 +84,18 @@ class GraphView:
                 if terms in lexical:  # "When did X…?" and its subgoal "When did X…" find the same things
                     continue
                 # candidates only: the view re-scores everything it loads from the stored vectors
-                for eid, sim in store.search_events(namespace, vec, candidate_events, exact=False):
-                    event_sim[eid] = max(sim, event_sim.get(eid, -1.0))
-                score = dict(store.search_observations(namespace, vec, candidates, exact=False))
-                hits = lexical[terms] = store.lexical_search(namespace, text, candidates)
+                for eid, sim in store.search_events(namespace, vec, candidate_events * wide, exact=False):
+                    if allowed_events is None or eid in allowed_events:
+                        event_sim[eid] = max(sim, event_sim.get(eid, -1.0))
+                if exact_pool is not None:  # a selective filter: score its observations exactly
+                    sims = dots(exact_pool[1], vec)
+                    top = np.argsort(-sims, kind="stable")[:candidates]
+                    score = {exact_pool[0][i]: float(sims[i]) for i in top}
+                else:
+                    score = {o: v for o, v in store.search_observations(namespace, vec, candidates * wide, exact=False)
+                             if allowed is None or o in allowed}
+                hits = lexical[terms] = [h for h in store.lexical_search(namespace, text, candidates * wide)
+                                         if allowed is None or h[0] in allowed]
                 top = hits[0][1] if hits else 1.0
                 for oid, bm25 in hits:
                     score[oid] = score.get(oid, 0.0) + lexical_weight * bm25 / top
@@ -91,14 +107,18 @@ class GraphView:
             ranked = sorted(seeds, key=lambda e: -seeds[e])
             best = ranked[:expand]
             near = [r.target if r.source in best else r.source for r in store.relations_of(namespace, best)]
+            if allowed_events is not None:
+                near = [e for e in near if e in allowed_events]
             events, mat = store.get_events(namespace, list(dict.fromkeys([*ranked[:max_events], *near])))
-            view = cls._build(store, namespace, events, mat, store.relations_of(namespace, [e.id for e in events]))
+            view = cls._build(store, namespace, events, mat, store.relations_of(namespace, [e.id for e in events]),
+                              allowed)
         view._lexical.update(lexical)  # the question's BM25 is already known: keep it
         view.lexical_weight = lexical_weight
         return view
 
     @classmethod
-    def _build(cls, store: Store, namespace: str, events: list[Event], mat: np.ndarray, relations) -> "GraphView":
+    def _build(cls, store: Store, namespace: str, events: list[Event], mat: np.ndarray, relations,
+               allowed: set[str] | None = None) -> "GraphView":
         ids = [e.id for e in events]
         by_id = {e.id: e for e in events}
         adjacency: dict[str, list[Neighbour]] = {eid: [] for eid in ids}
@@ -111,6 +131,9 @@ class GraphView:
             if e.topic_id:
                 members.setdefault(e.topic_id, []).append(e.id)
         obs, obs_mat = store.observations_of(namespace, ids)
+        if allowed is not None:  # filtered: the other observations are neither scored nor shown
+            rows = [i for i, o in enumerate(obs) if o.id in allowed]
+            obs, obs_mat = [obs[i] for i in rows], obs_mat[rows]
         row = {eid: i for i, eid in enumerate(ids)}
         owner = {o: e.id for e in events for o in e.observation_ids}
         keep = [i for i, o in enumerate(obs) if o.id in owner]

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import NamespaceNotFound
 
-from ..models import Event, Observation, Relation, StepRecord, Topic
+from ..models import Event, Filters, HistoryEntry, Observation, Relation, StepRecord, Topic
 
 
 # The namespace an LLM call works for: a store tags the cache rows it writes or replays with it, so
@@ -122,6 +122,38 @@ class Store(Protocol):
     def event_topics(self, namespace: str) -> dict[str, str | None]:
         """event id → topic id, without loading whole events: re-clustering reads it every T steps."""
         ...
+
+    # --- editing (Memory.delete / update / history, filters)
+    def delete_observations(self, namespace: str, ids: list[str]) -> list[Observation]:
+        """Remove observations and their index entries; returns the ones removed."""
+        ...
+    def delete_events(self, namespace: str, ids: list[str]) -> int:
+        """Remove events with their relations and index entries; returns relations removed."""
+        ...
+    def relations_citing(self, namespace: str, observation_ids: list[str]) -> list[Relation]:
+        """Relations whose evidence cites any of these observations."""
+        ...
+    def filter_observations(self, namespace: str, filters: Filters) -> list[str]:
+        """Ids of the observations that satisfy every condition, in stream order."""
+        ...
+    def drop_cache(self, namespace: str) -> int:
+        """Remove the LLM-cache rows the namespace's work wrote or replayed; returns how many."""
+        ...
+    def compact(self, namespace: str) -> int:
+        """Rewrite the namespace's indexes so deleted rows live in no index file; returns files removed."""
+        ...
+    def text_held(self, text: str) -> bool:
+        """Whether any observation, in any namespace, contains this text."""
+        ...
+    def checkpoint(self) -> None:
+        """Make deleted rows unrecoverable from any log the backend keeps (SQLite: the WAL)."""
+        ...
+    def add_history(self, namespace: str, event_id: str, action: str, step: int | None,
+                    observation_ids: list[str], summary: str | None) -> None: ...
+    def redact_history(self, namespace: str, event_ids: list[str]) -> int:
+        """Blank the summaries recorded so far for these events (they may hold deleted text)."""
+        ...
+    def history(self, namespace: str, event_id: str) -> list[HistoryEntry]: ...
 
     # --- export / import (exact, backend rows; see memory.Memory.export)
     def export_rows(self, namespace: str) -> Iterator[tuple[str, dict]]: ...

@@ -18,19 +18,19 @@ import numpy as np
 
 from ..embed.base import dots, l2_normalise
 from ..errors import StoreError
-from ..models import Event, EventTime, Observation, Relation, StepRecord, Topic, trusted, utcnow
+from ..models import Event, EventTime, Filters, HistoryEntry, Observation, Relation, StepRecord, Topic, trusted, utcnow
 from ..text import index_terms
-from . import sqlite_io
+from . import sqlite_edit, sqlite_io
 from .base import cache_namespace
-from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_VERSION, fts_name, new_token, observation_terms, statements,
-                            upgrade)
+from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_V3, SCHEMA_VERSION, fts_name, new_token, observation_terms,
+                            statements, upgrade)
+from .sqlite_schema import chunks as _chunks
 from . import impact
 from .impact import LexicalBase
 from .vectors import IndexPolicy, VectorIndex, base_files, open_base, write_base
 
 _KINDS = {"observations": ("observations", "embedding"), "events": ("events", "embedding"),
           "topics": ("topics", "centroid")}
-_CHUNK = 500  # ids per IN (...) list
 
 
 def _blob(vec: np.ndarray) -> bytes:
@@ -39,11 +39,6 @@ def _blob(vec: np.ndarray) -> bytes:
 
 def _unblob(b: bytes) -> np.ndarray:
     return np.frombuffer(b, dtype=np.float32)
-
-
-def _chunks(ids: list, n: int = _CHUNK) -> Iterator[list]:
-    for i in range(0, len(ids), n):
-        yield ids[i : i + n]
 
 
 class SQLiteStore:
@@ -72,7 +67,7 @@ class SQLiteStore:
             self._conn.executescript(SCHEMA)
             row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None and fresh:
-                for sql in statements(SCHEMA_V2):
+                for sql in statements(SCHEMA_V2) + statements(SCHEMA_V3):
                     self._conn.execute(sql)
                 self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             elif row is not None and int(row[0]) < SCHEMA_VERSION:
@@ -165,7 +160,7 @@ class SQLiteStore:
     def _token(self, namespace: str) -> str | None:
         return self.get_meta(f"index_token/{namespace}")
 
-    _OWNED = ("observations", "steps", "events", "relations", "topics", "speakers", "vector_log")
+    _OWNED = ("observations", "steps", "events", "relations", "topics", "speakers", "vector_log", "event_history")
 
     def delete_namespace(self, namespace: str) -> dict[str, int]:
         """Remove a namespace with everything derived from it, in one transaction: its rows (cascading),
@@ -177,12 +172,7 @@ class SQLiteStore:
             token = self._token(namespace)
             for table in self._OWNED:
                 removed[table] = self._rows(f"SELECT COUNT(*) FROM {table} WHERE namespace=?", (namespace,))[0][0]
-            keys = [r[0] for r in self._rows("SELECT key FROM llm_cache_refs WHERE namespace=?", (namespace,))]
-            removed["llm_cache"] = 0
-            for chunk in _chunks(keys):
-                marks = ",".join("?" * len(chunk))
-                removed["llm_cache"] += self._exec(f"DELETE FROM llm_cache WHERE key IN ({marks})", tuple(chunk)).rowcount
-                self._exec(f"DELETE FROM llm_cache_refs WHERE key IN ({marks})", tuple(chunk))
+            removed["llm_cache"] = self.drop_cache(namespace)
             if token:
                 removed["full_text"] = self._rows(f'SELECT COUNT(*) FROM "{fts_name(token)}"')[0][0]
             self._exec("DELETE FROM namespaces WHERE name=?", (namespace,))
@@ -190,26 +180,63 @@ class SQLiteStore:
             self._exec("DELETE FROM vector_log WHERE namespace=?", (namespace,))
             if token:
                 self._exec(f'DROP TABLE IF EXISTS "{fts_name(token)}"')
-        for key in [k for k in self._indexes if k[0] == namespace]:
-            del self._indexes[key]
-        self._lexicals = {k: v for k, v in self._lexicals.items() if k[0] != namespace}
-        files = 0
-        if token and self.index_dir is not None:
-            for kind in _KINDS:
-                for _, p in base_files(self.index_dir, token, kind):
-                    p.unlink(missing_ok=True)
-                    files += 1
-            files += len(impact.bases(self.index_dir, token))
-            impact.remove(self.index_dir, token)
-        removed["index_files"] = files
+        removed["index_files"] = self._drop_index_files(namespace, token)
         self.checkpoint()
         return removed
+
+    def _drop_index_files(self, namespace: str, token: str | None) -> int:
+        """Forget the namespace's loaded indexes and remove their base files (the next search rebuilds
+        what it needs from the tables). Returns the number of files removed."""
+        with self._lock:
+            self._indexes = {k: v for k, v in self._indexes.items() if k[0] != namespace}
+            self._lexicals = {k: v for k, v in self._lexicals.items() if k[0] != namespace}
+            files = 0
+            if token and self.index_dir is not None:
+                for kind in _KINDS:
+                    for _, p in base_files(self.index_dir, token, kind):
+                        p.unlink(missing_ok=True)
+                        files += 1
+                files += len(impact.bases(self.index_dir, token))
+                impact.remove(self.index_dir, token)
+            return files
 
     def checkpoint(self) -> None:
         """Copy the WAL into the database and empty it (deleted rows then live nowhere but zeroed pages)."""
         if self.path != ":memory:":
             with self._lock:
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # ------------------------------------------------------------------ editing (store/sqlite_edit.py)
+    def delete_observations(self, namespace: str, ids: list[str]) -> list[Observation]:
+        return sqlite_edit.delete_observations(self, namespace, ids)
+
+    def delete_events(self, namespace: str, ids: list[str]) -> int:
+        return sqlite_edit.delete_events(self, namespace, ids)
+
+    def relations_citing(self, namespace: str, observation_ids: list[str]) -> list[Relation]:
+        return sqlite_edit.relations_citing(self, namespace, observation_ids)
+
+    def filter_observations(self, namespace: str, filters: Filters) -> list[str]:
+        return sqlite_edit.filter_observations(self, namespace, filters)
+
+    def drop_cache(self, namespace: str) -> int:
+        return sqlite_edit.drop_cache(self, namespace)
+
+    def compact(self, namespace: str) -> int:
+        return sqlite_edit.compact(self, namespace)
+
+    def text_held(self, text: str) -> bool:
+        return sqlite_edit.text_held(self, text)
+
+    def add_history(self, namespace: str, event_id: str, action: str, step: int | None,
+                    observation_ids: list[str], summary: str | None) -> None:
+        sqlite_edit.add_history(self, namespace, event_id, action, step, observation_ids, summary)
+
+    def redact_history(self, namespace: str, event_ids: list[str]) -> int:
+        return sqlite_edit.redact_history(self, namespace, event_ids)
+
+    def history(self, namespace: str, event_id: str) -> list[HistoryEntry]:
+        return sqlite_edit.history(self, namespace, event_id)
 
     # ------------------------------------------------------------------ export / import
     def export_rows(self, namespace: str) -> Iterator[tuple[str, dict]]:

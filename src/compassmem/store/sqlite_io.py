@@ -12,7 +12,7 @@ from .sqlite_schema import index_namespace
 if TYPE_CHECKING:
     from .sqlite import SQLiteStore
 
-TABLES = ("namespaces", "observations", "steps", "events", "relations", "topics")  # dependency order
+TABLES = ("namespaces", "observations", "steps", "events", "relations", "topics", "event_history")  # dependency order
 
 
 def export_rows(store: "SQLiteStore", namespace: str) -> Iterator[tuple[str, dict]]:

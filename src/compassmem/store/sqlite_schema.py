@@ -2,7 +2,8 @@
 
 v2 (issue #10) adds what lets search touch only what it needs: each observation's owning event, a
 speakers table, a per-namespace FTS5 table (`fts_<token>`, BM25 in C over the analyzer's terms) and the
-`vector_log` that keeps vector indexes level with the tables.
+`vector_log` that keeps vector indexes level with the tables. v3 (issue #11) adds `event_history`: what
+happened to each event (created, merged, updated, observations deleted, deleted).
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
+from typing import Iterator
 
 from ..text import index_terms
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -59,6 +61,20 @@ CREATE TABLE IF NOT EXISTS vector_log (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL, kind TEXT NOT NULL, key INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS vector_log_ns ON vector_log(namespace, kind, seq);
 """
+
+SCHEMA_V3 = """
+CREATE TABLE IF NOT EXISTS event_history (
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  event_id TEXT NOT NULL, at TEXT NOT NULL, action TEXT NOT NULL, step INTEGER, observation_ids TEXT NOT NULL,
+  summary TEXT);
+CREATE INDEX IF NOT EXISTS event_history_event ON event_history(namespace, event_id);
+"""
+
+
+def chunks(ids: list, n: int = 500) -> Iterator[list]:
+    """ids in pieces of n: one IN (...) list each, well below SQLite's limit on bound parameters."""
+    for i in range(0, len(ids), n):
+        yield ids[i : i + n]
 
 
 def fts_name(token: str) -> str:
@@ -111,7 +127,8 @@ def statements(script: str) -> list[str]:
 
 
 def upgrade(conn: sqlite3.Connection, version: int) -> None:
-    """v1 → v2 in one transaction: the new column, tables and indexes, then each namespace indexed."""
+    """v1 → v2 → v3 in one transaction: the new column, tables and indexes, then each namespace indexed
+    (v2); the history table (v3: events built before it have no history entries)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         if version < 2:
@@ -122,6 +139,9 @@ def upgrade(conn: sqlite3.Connection, version: int) -> None:
                 conn.execute(sql)
             for (namespace,) in conn.execute("SELECT name FROM namespaces").fetchall():
                 index_namespace(conn, namespace)
+        if version < 3:
+            for sql in statements(SCHEMA_V3):
+                conn.execute(sql)
         conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
         conn.execute("COMMIT")
     except BaseException:
