@@ -76,6 +76,17 @@ def test_delete_rederives_the_event_and_leaves_the_text_nowhere(mem, tmp_path):
     invariants(mem)
 
 
+def test_the_receipt_scan_leaves_the_connection_seeing_other_writers(mem, tmp_path):
+    """Reading the database file in-process would drop SQLite's POSIX locks and freeze the connection on
+    an old snapshot (found by the service tests): the scan runs in a child process."""
+    mem.delete("a3", "n")
+    for value in ("one", "two", "three"):
+        write = f"from compassmem.store import open_store; s = open_store({str(tmp_path / 'm.db')!r}); " \
+                f"s.set_meta('probe', '{value}'); s.close()"
+        subprocess.run([sys.executable, "-c", write], check=True, timeout=120)
+        assert mem.store.get_meta("probe") == value
+
+
 def test_deleting_every_source_deletes_the_event_with_its_relations_and_topic(mem):
     event = mem.get(mem.store.owners("n", ["b1"])["b1"], "n").event
     relations_before = len(mem.store.relations_of("n", [event.id]))

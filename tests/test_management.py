@@ -101,3 +101,17 @@ def test_user_agent_and_run_ids_name_one_namespace_each(tmp_path):
             mem.ask("What does Ben like?", user_id="ben")
         assert mem.forget(user_id="ana", agent_id="planner").verified
         assert mem.namespaces() == ["user:ana"]
+
+
+def test_search_makes_no_llm_call_even_with_a_model_configured(tmp_path):
+    """search answers from the store alone: with a model configured at an address nothing listens on,
+    it still works (and ask, which needs the model, fails with a one-line error)."""
+    from compassmem.errors import CompassMemError
+
+    with Memory(tmp_path / "s.db", embedder="hash") as offline:
+        offline.add(TURNS, namespace="ana", world_time="8 May 2023")
+    with Memory(tmp_path / "s.db", llm="openai:any-model", base_url="http://127.0.0.1:9/v1", api_key="x") as mem:
+        hits = mem.search("beagle", "ana", filters={"since": "2000-01-01"})
+        assert hits and mem.llm.total.llm_calls == 0
+        with pytest.raises(CompassMemError):
+            mem.ask("What breed is Luna?", "ana")

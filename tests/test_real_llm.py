@@ -102,6 +102,8 @@ def test_llm_mode_build_and_ask_conv26(tmp_path, locomo_path):
     again = mem.ask(wanted[0].question, "conv-26")
     assert again.usage.llm_calls == 0 and again.usage.cached_calls >= 3
     assert again.answer == first["answer"] and len(again.trace) == first["steps"]
+    calls = mem.llm.total.llm_calls
+    assert mem.search(wanted[0].question, "conv-26") and mem.llm.total.llm_calls == calls  # search: no model call
     # editing a memory the model built: the model re-derives the event from what is left of it
     from test_edit import invariants
 

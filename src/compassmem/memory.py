@@ -247,6 +247,8 @@ class Memory:
                 hint = ""
                 if flt.speaker:
                     hint = f"; its speakers are {', '.join(self.store.speakers(namespace)[:10]) or 'not named'}"
+                elif flt.since or flt.until:
+                    hint = "; an observation without a date (no world time) never passes a date filter"
                 raise InputError(f"the filters ({flt.describe()}) match no observation in namespace '{namespace}'{hint}")
 
         def load(texts: list[str], vectors: Any) -> GraphView:

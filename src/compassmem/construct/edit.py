@@ -14,6 +14,9 @@ checkpointed and the database files are scanned for the old text (the receipt sa
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from contextlib import nullcontext
 from pathlib import Path
@@ -21,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..embed import l2_normalise
-from ..errors import InputError
+from ..errors import InputError, StoreError
 from ..models import EditReceipt, Event, EventTime, Observation, Topic, Usage
 from ..timeutil import find_expressions, iso, parse_date, resolve_in_text
 from .pipeline import Constructor
@@ -38,17 +41,34 @@ class _Plan:
     topics: dict[str, tuple[Topic, np.ndarray] | None] = field(default_factory=dict)  # None: delete the topic
 
 
+_SCAN = """
+import json, sys
+texts = json.load(sys.stdin)
+found = []
+for name in sys.argv[1:]:
+    with open(name, "rb") as fh:
+        data = fh.read()
+    found += [[name, t] for t in texts if t.encode() in data]
+json.dump(found, sys.stdout)
+"""
+
+
 def scan_files(db_path: str, texts: list[str]) -> tuple[list[str], list[str]]:
-    """(files scanned, 'file: text' for each text still readable in them): the database and its WAL."""
-    scanned, found = [], []
+    """(files scanned, 'file: text' for each text still readable in them): the database and its WAL.
+
+    The scan runs in a child process: closing any descriptor of the database file releases every POSIX
+    lock this process holds on it, SQLite's included, which left the store's connection reading a frozen
+    snapshot (and would let another writer in under a reader)."""
     if db_path == ":memory:":
-        return scanned, found
-    for f in (Path(db_path), Path(f"{db_path}-wal")):
-        if f.is_file():
-            data = f.read_bytes()
-            scanned.append(str(f))
-            found += [f"{f.name}: {t[:60]}" for t in texts if t.encode() in data]
-    return scanned, found
+        return [], []
+    files = [str(f) for f in (Path(db_path), Path(f"{db_path}-wal")) if f.is_file()]
+    if not files:
+        return [], []
+    done = subprocess.run([sys.executable, "-I", "-c", _SCAN, *files], input=json.dumps(texts), text=True,
+                          capture_output=True, timeout=600)
+    if done.returncode != 0:
+        raise StoreError(f"the deletion scan of {db_path} failed: {done.stderr.strip().splitlines()[-1:]}")
+    return files, [f"{Path(name).name}: {t[:60]}" for name, t in json.loads(done.stdout)]
 
 
 class Editor:

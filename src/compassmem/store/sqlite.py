@@ -684,6 +684,11 @@ class SQLiteStore:
     def set_meta(self, key: str, value: str) -> None:
         self._exec("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
+    def meta_items(self, prefix: str) -> list[tuple[str, str]]:
+        """(key, value) of the settings whose key starts with `prefix`, by key."""
+        return [(k, v) for k, v in self._rows("SELECT key, value FROM meta WHERE substr(key, 1, ?) = ? ORDER BY key",
+                                              (len(prefix), prefix))]
+
     # ------------------------------------------------------------------ cache
     def cache_get(self, key: str) -> str | None:
         rows = self._rows("SELECT value FROM llm_cache WHERE key=?", (key,))

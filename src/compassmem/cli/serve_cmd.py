@@ -1,0 +1,115 @@
+"""`compassmem serve`, `compassmem keys …` and `compassmem mcp`: the memory over a wire (service/).
+They need the server extra; without it they say which command installs it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from ..errors import ConfigError
+from .common import BaseUrlOpt, ConfigOpt, DbOpt, EMB_HELP, KeyOpt, LlmOpt, console, open_memory
+
+keys_app = typer.Typer(help="API keys for `compassmem serve`: each key is bound to one tenant.", no_args_is_help=True)
+
+
+def _need_server_extra() -> None:
+    from importlib.util import find_spec
+
+    missing = [m for m in ("fastapi", "uvicorn", "mcp") if find_spec(m) is None]
+    if missing:
+        raise ConfigError(f"the service needs the server extra ({', '.join(missing)} missing): "
+                          "pip install 'compassmem[server]'")
+
+
+def serve(
+    db: str = DbOpt,
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    port: int = typer.Option(8080, "--port", help="Port to listen on."),
+    llm: str = LlmOpt, embedder: Optional[str] = typer.Option(None, "--embedder", help=EMB_HELP),
+    config: Optional[Path] = ConfigOpt, base_url: Optional[str] = BaseUrlOpt, api_key: Optional[str] = KeyOpt,
+    max_body: int = typer.Option(2_000_000, "--max-body", help="Largest request body in bytes."),
+) -> None:
+    """Serve the REST API (/v1, OpenAPI docs at /docs) for one database; clients need a key from
+    `compassmem keys create`."""
+    _need_server_extra()
+    import uvicorn
+
+    from ..service.api import create_app
+
+    mem = open_memory(db, llm, embedder, config, base_url, api_key)
+    console.print(f"[green]serving[/] {escape(db)} on http://{escape(host)}:{port}/v1 (docs: /docs)")
+    uvicorn.run(create_app(mem, max_body), host=host, port=port, log_level="warning")
+    mem.close()
+
+
+def mcp(
+    db: str = DbOpt,
+    transport: str = typer.Option("stdio", "--transport", help="stdio (for a desktop assistant) | http"),
+    host: str = typer.Option("127.0.0.1", "--host", help="http: address to listen on."),
+    port: int = typer.Option(8081, "--port", help="http: port (the endpoint is /mcp)."),
+    llm: str = LlmOpt, embedder: Optional[str] = typer.Option(None, "--embedder", help=EMB_HELP),
+    config: Optional[Path] = ConfigOpt, base_url: Optional[str] = BaseUrlOpt, api_key: Optional[str] = KeyOpt,
+) -> None:
+    """Serve the memory as MCP tools: add_memory, search_memory, ask_memory, list_memories,
+    delete_memory, forget."""
+    _need_server_extra()
+    if transport not in ("stdio", "http"):
+        raise ConfigError(f"--transport must be stdio or http, not '{transport}'")
+    from ..service.mcp_server import create_mcp
+
+    mem = open_memory(db, llm, embedder, config, base_url, api_key)
+    server = create_mcp(mem)
+    if transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=host, port=port)
+    mem.close()
+
+
+def _open_store(db: str, must_exist: bool = True):
+    """The database alone: managing keys needs no embedder or model (and must not pick one for it)."""
+    from ..store import open_store
+
+    if must_exist and not Path(db).is_file():
+        raise ConfigError(f"database not found: {db}")
+    return open_store(db)
+
+
+@keys_app.command("create")
+def keys_create(db: str = DbOpt, tenant: str = typer.Option(..., "--tenant", help="The tenant the key may act for."),
+                name: str = typer.Option("", "--name", help="A label for the key.")) -> None:
+    """Create a key (printed once: only its hash is stored)."""
+    from ..service import keys
+
+    store = _open_store(db, must_exist=False)
+    key, record = keys.create(store, tenant, name)
+    store.close()
+    console.print(f"[green]✓[/] key {record.id} for tenant {escape(record.tenant)}:")
+    print(key)
+
+
+@keys_app.command("list")
+def keys_list(db: str = DbOpt) -> None:
+    """Every key: id, tenant, name, created, revoked."""
+    from ..service import keys
+
+    store = _open_store(db)
+    for k in keys.list_keys(store):
+        state = f"revoked {k.revoked_at}" if k.revoked_at else "active"
+        console.print(f"{k.id}  tenant={escape(k.tenant)}  {escape(k.name)}  created {k.created_at}  {state}",
+                      highlight=False)
+    store.close()
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id: str = typer.Argument(..., help="The key id (compassmem keys list)."), db: str = DbOpt) -> None:
+    """Revoke a key: requests with it get 401 from then on."""
+    from ..service import keys
+
+    store = _open_store(db)
+    record = keys.revoke(store, key_id)
+    store.close()
+    console.print(f"[green]✓[/] revoked {record.id} (tenant {escape(record.tenant)})")
