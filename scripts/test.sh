@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's test command: fast suite + real-LLM tests against local GGUF models.
+# The project's test command: fast suite + real-LLM tests against local GGUF models + the viewer in Chromium.
 #   bash scripts/test.sh            everything (installs what is missing; first run builds llama.cpp)
 #   bash scripts/test.sh --fast     only the fast suite (no model, no llama.cpp)
 set -euo pipefail
@@ -29,5 +29,15 @@ for _ in $(seq 1 120); do
 done
 curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null || { echo "llama_cpp.server did not start"; cat "$LOG"; exit 1; }
 
+# the graph viewer is tested in a real headless Chromium (Debian's package)
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "the viewer tests need Chromium: install Debian's 'chromium' package (or run --fast)"; exit 1
+  fi
+fi
+
 export COMPASSMEM_TEST_GGUF="$SMOKE" COMPASSMEM_TEST_BASE_URL="http://127.0.0.1:$PORT/v1" COMPASSMEM_TEST_GGUF_BUILD="$BUILD"
+export COMPASSMEM_REQUIRE_BROWSER=1
 "$PY" -m pytest

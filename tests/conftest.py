@@ -50,3 +50,23 @@ def built(tmp_path_factory):
     mem.ingest(ds)
     yield mem, ds, db
     mem.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A real `compassmem serve` on 127.0.0.1 with keys for two tenants (acme, globex); one per module."""
+    from service_helpers import cli, free_port, start
+
+    db = str(tmp_path_factory.mktemp("svc") / "svc.db")
+    keys = {}
+    for tenant in ("acme", "globex"):
+        r = cli("keys", "create", "--db", db, "--tenant", tenant, "--name", f"{tenant} test")
+        assert r.returncode == 0, r.stderr
+        keys[tenant] = r.stdout.strip().splitlines()[-1]
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = start(["serve", "--db", db, "--port", str(port), "--embedder", "hash", "--max-body", "200000"],
+                 base + "/v1/health")
+    yield {"base": base, "db": db, "keys": keys}
+    proc.terminate()
+    proc.wait(timeout=30)

@@ -16,7 +16,7 @@ from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from test_service import free_port  # noqa: E402
+from service_helpers import free_port  # noqa: E402
 
 TOOLS = {"add_memory", "search_memory", "ask_memory", "list_memories", "delete_memory", "forget"}
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import socket
+import json
+import re
 import subprocess
-import sys
 import time
 
 import pytest
@@ -13,53 +13,7 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compassmem", *args], capture_output=True, text=True, timeout=300)
-
-
-def start(args: list[str], url: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "compassmem", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    for _ in range(300):
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited: {proc.stderr.read()}")
-        time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("server did not start")
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    db = str(tmp_path_factory.mktemp("svc") / "svc.db")
-    keys = {}
-    for tenant in ("acme", "globex"):
-        r = cli("keys", "create", "--db", db, "--tenant", tenant, "--name", f"{tenant} test")
-        assert r.returncode == 0, r.stderr
-        keys[tenant] = r.stdout.strip().splitlines()[-1]
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    proc = start(["serve", "--db", db, "--port", str(port), "--embedder", "hash", "--max-body", "200000"],
-                 base + "/v1/health")
-    yield {"base": base, "db": db, "keys": keys}
-    proc.terminate()
-    proc.wait(timeout=30)
-
-
-def client(server, tenant: str | None) -> "httpx.Client":
-    headers = {"Authorization": f"Bearer {server['keys'][tenant]}"} if tenant else {}
-    return httpx.Client(base_url=server["base"], headers=headers, timeout=120)
+from service_helpers import cli, client, free_port, start  # noqa: E402
 
 
 TURNS = [{"id": "t1", "speaker": "Ana", "text": "I adopted a beagle puppy named Luna yesterday."},
@@ -163,3 +117,67 @@ def test_a_revoked_key_is_refused_at_once(server):
         problem(c.get("/v1/namespaces"), 401)
     raw = open(server["db"], "rb").read()
     assert key.split("_", 2)[2].encode() not in raw  # stored hashed
+
+
+def test_openapi_fuzz_of_a_thousand_requests_finds_no_server_error(server, tmp_path):
+    """schemathesis generates requests from /openapi.json (coverage, fuzzing and stateful phases) and checks
+    that none gets a 5xx."""
+    import shutil
+
+    exe = shutil.which("schemathesis") or pytest.skip("schemathesis is not installed (pip install -e '.[dev]')")
+    with client(server, "acme") as c:  # something to find, so reads do not all stop at 404
+        c.post("/v1/memories", json={"namespace": "default", "messages": TURNS})
+    done = subprocess.run([exe, "run", f"{server['base']}/openapi.json", "-H",
+                           f"Authorization: Bearer {server['keys']['acme']}", "-c", "not_a_server_error",
+                           "-n", "80", "--no-color"], capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    counts = re.search(r"(\d+) generated, (\d+) passed", done.stdout)
+    assert done.returncode == 0 and counts, done.stdout[-3000:]
+    assert int(counts.group(1)) >= 1000 and counts.group(1) == counts.group(2), counts.group(0)
+
+
+def test_load_bench_runs_clients_against_a_real_server(tmp_path):
+    """`compassmem bench load` end to end, briefly (docs/benchmarks.md has the 8-client, 60 s run)."""
+    r = cli("bench", "load", "--out", str(tmp_path), "--clients", "2", "--seconds", "3")
+    assert r.returncode == 0, r.stderr
+    report = json.loads((tmp_path / "load.json").read_text())
+    assert all(e["requests"] > 0 and e["errors"] == 0 for e in report["endpoints"].values())
+
+
+def test_a_slow_model_answer_does_not_block_other_requests(tmp_path):
+    """An ask waiting on a slow LLM server holds one worker thread; searches and health checks still answer."""
+    import threading
+
+    from compassmem import Memory
+    from test_deadlines import _server
+
+    llm, seen = _server(delay_s=4)
+    db = str(tmp_path / "slow.db")
+    try:
+        with Memory(db, embedder="hash") as mem:
+            mem.add(["Ana adopted a beagle named Luna.", "Ben fixes bicycles."], namespace="tenant:acme/n")
+        key = cli("keys", "create", "--db", db, "--tenant", "acme").stdout.strip().splitlines()[-1]
+        port = free_port()
+        proc = start(["serve", "--db", db, "--port", str(port), "--llm", "openai:slow", "--base-url",
+                      f"http://127.0.0.1:{llm.server_port}/v1", "--api-key", "x"], f"http://127.0.0.1:{port}/v1/health")
+        try:
+            headers = {"Authorization": f"Bearer {key}"}
+            asking = threading.Thread(target=lambda: httpx.post(
+                f"http://127.0.0.1:{port}/v1/ask", json={"namespace": "n", "question": "Who has a dog?"},
+                headers=headers, timeout=120))
+            asking.start()
+            for _ in range(100):  # until the model has the ask's first call
+                if seen:
+                    break
+                time.sleep(0.05)
+            assert seen, "the ask never reached the model"
+            t0 = time.monotonic()
+            hits = httpx.post(f"http://127.0.0.1:{port}/v1/search", json={"namespace": "n", "query": "beagle"},
+                              headers=headers, timeout=30)
+            assert hits.status_code == 200 and hits.json()
+            assert httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=30).status_code == 200
+            assert time.monotonic() - t0 < 2 and asking.is_alive()  # answered while the ask still waits
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    finally:
+        llm.shutdown()

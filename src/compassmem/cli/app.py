@@ -163,12 +163,13 @@ def doctor(
 from .bench_cmd import bench_app  # noqa: E402
 from .manage import COMMANDS  # noqa: E402
 from .models_cmd import models_app  # noqa: E402
-from .serve_cmd import keys_app, mcp, serve  # noqa: E402
+from .serve_cmd import keys_app, mcp, serve, view  # noqa: E402
 
 for _name, _command in COMMANDS.items():
     app.command(_name)(_command)
 app.command()(serve)
 app.command()(mcp)
+app.command()(view)
 app.add_typer(keys_app, name="keys")
 
 app.add_typer(models_app, name="models")

@@ -1,4 +1,4 @@
-"""`compassmem bench locomo|narrativeqa|scale`."""
+"""`compassmem bench locomo|narrativeqa|scale|load|cv`."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .common import parse_range
+from .common import EMB_HELP, parse_range
 
-bench_app = typer.Typer(help="Benchmarks with the paper's metrics: LoCoMo, NarrativeQA, scale.", no_args_is_help=True)
+bench_app = typer.Typer(help="Benchmarks with the paper's metrics: LoCoMo, NarrativeQA, scale; service load.",
+                        no_args_is_help=True)
 console = Console()
 err = Console(stderr=True)
 
@@ -115,6 +116,32 @@ def scale(out: Path = OutOpt, sizes: str = typer.Option("1000,10000", "--sizes",
     run_scale(ns, out, embedder, turns_per_step, queries, direct_above,
               log=lambda s: err.print(f"[dim]{escape(s)}[/]"), keep_db=keep_db)
     console.print(f"[green]✓[/] {escape(str(out))}/scale.json")
+
+
+@bench_app.command()
+def load(out: Path = OutOpt, clients: int = typer.Option(8, "--clients", help="Concurrent client threads."),
+         seconds: float = typer.Option(60.0, "--seconds", help="How long the clients run."),
+         add_share: float = typer.Option(0.2, "--add-share", help="Share of requests that add a step."),
+         embedder: str = typer.Option("hash", "--embedder", help=EMB_HELP)) -> None:
+    """A bounded load test of `compassmem serve` on loopback: N clients mixing add and search for S
+    seconds; errors and p50/p95 per endpoint (needs the server extra)."""
+    from rich.table import Table
+
+    from ..bench.load import run_load
+
+    report = run_load(clients, seconds, add_share, embedder, out=out)
+    table = Table(title=f"{clients} clients, {report['seconds']} s, offline engine ({embedder} embedder)")
+    for col in ("endpoint", "requests", "errors", "p50 ms", "p95 ms", "max ms", "req/s"):
+        table.add_column(col)
+    for kind, r in report["endpoints"].items():
+        table.add_row(kind, str(r["requests"]), str(r["errors"]), str(r["p50_ms"]), str(r["p95_ms"]),
+                      str(r["max_ms"]), str(r["per_s"]))
+    console.print(table)
+    for kind, r in report["endpoints"].items():
+        for e in r["first_errors"]:
+            err.print(f"[red]{kind}:[/] {escape(e)}")
+    if any(r["errors"] for r in report["endpoints"].values()):
+        raise typer.Exit(1)
 
 
 @bench_app.command()

@@ -69,6 +69,26 @@ def mcp(
     mem.close()
 
 
+def view(
+    db: str = DbOpt,
+    namespace: str = typer.Option("default", "--namespace", "-n", help="Which memory to draw."),
+    out: Path = typer.Option(Path("graph.html"), "--out", "-o", help="The HTML file to write."),
+    question: Optional[str] = typer.Option(None, "--question", "-q", help="Also ask this and draw the exploration."),
+    llm: str = LlmOpt, config: Optional[Path] = ConfigOpt, base_url: Optional[str] = BaseUrlOpt,
+    api_key: Optional[str] = KeyOpt,
+) -> None:
+    """Write the namespace's Event Graph as one standalone HTML file (works offline): events on a
+    timeline coloured by topic, typed relations, source turns on click, an ask's path highlighted."""
+    from ..service.viewer import graph_data, render_html
+
+    mem = open_memory(db, llm, None, config, base_url, api_key, must_exist=True)
+    answer = mem.ask(question, namespace) if question else None
+    data = graph_data(mem, namespace, answer)
+    mem.close()
+    out.write_text(render_html(data), encoding="utf-8")
+    console.print(f"[green]✓[/] {len(data['events'])} events, {len(data['relations'])} relations → {escape(str(out))}")
+
+
 def _open_store(db: str, must_exist: bool = True):
     """The database alone: managing keys needs no embedder or model (and must not pick one for it)."""
     from ..store import open_store

@@ -14,7 +14,7 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
@@ -25,6 +25,7 @@ from ..memory import Memory
 from ..scope import namespace_for
 from . import keys as keyring
 from .limits import BodyLimit
+from .viewer import MAX_EVENTS, graph_data, service_page
 
 log = logging.getLogger("compassmem.service")
 
@@ -221,6 +222,20 @@ def create_app(memory: Memory, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
     def stats(namespace: str = Query("default", max_length=200), t: Tenant = Depends(authed)) -> dict:
         """Counts of observations, events, relations, topics, merges and construction cost."""
         return t.public(memory.stats(known(t, t.namespace(namespace=namespace))))
+
+    @app.get("/v1/graph", tags=["viewer"])
+    def graph(namespace: str = Query("default", max_length=200), question: str | None = Query(None, max_length=10_000),
+              limit: int = Query(MAX_EVENTS, ge=1, le=MAX_EVENTS), t: Tenant = Depends(authed)) -> dict:
+        """What the viewer draws: the namespace's latest `limit` events, their relations and topics; with a
+        question, the ask's exploration path and evidence too."""
+        stored = known(t, t.namespace(namespace=namespace))
+        answer = memory.ask(question, stored) if question else None
+        return t.public(graph_data(memory, stored, answer, limit, public_namespace=namespace))
+
+    @app.get("/viewer", tags=["viewer"], response_class=HTMLResponse)
+    def viewer() -> str:
+        """The graph viewer (asks for a key and a namespace, then draws /v1/graph; no external scripts)."""
+        return service_page()
 
     @app.get("/v1/export", tags=["edit"], response_class=PlainTextResponse)
     def export(namespace: str = Query("default", max_length=200), t: Tenant = Depends(authed)) -> Response:
