@@ -52,12 +52,16 @@ def built(tmp_path_factory):
     mem.close()
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A real `compassmem serve` on 127.0.0.1 with keys for two tenants (acme, globex); one per module."""
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def server(request, tmp_path_factory):
+    """A real `compassmem serve` on 127.0.0.1 with keys for two tenants (acme, globex), on each backend;
+    one per module and backend."""
     from service_helpers import cli, free_port, start
 
-    db = str(tmp_path_factory.mktemp("svc") / "svc.db")
+    if request.param == "postgres":
+        db = new_database(request.getfixturevalue("pg_server"))
+    else:
+        db = str(tmp_path_factory.mktemp("svc") / "svc.db")
     keys = {}
     for tenant in ("acme", "globex"):
         r = cli("keys", "create", "--db", db, "--tenant", tenant, "--name", f"{tenant} test")
@@ -70,3 +74,43 @@ def server(tmp_path_factory):
     yield {"base": base, "db": db, "keys": keys}
     proc.terminate()
     proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """A real PostgreSQL 16 + pgvector (the pgserver wheel) on a private socket, for the whole session."""
+    import pgserver
+
+    srv = pgserver.get_server(str(tmp_path_factory.mktemp("pg")), cleanup_mode="stop")
+    yield srv
+    srv.cleanup()
+
+
+def new_database(pg_server) -> str:
+    """A fresh, empty database on the session's PostgreSQL server; its URL."""
+    import uuid
+
+    name = "t" + uuid.uuid4().hex[:12]
+    pg_server.psql(f"CREATE DATABASE {name};")
+    base, _, query = pg_server.get_uri().partition("?")
+    return f"{base.rsplit('/', 1)[0]}/{name}?{query}"
+
+
+@pytest.fixture
+def pg_factory(pg_server):
+    """Makes fresh, empty databases on the session's server; returns their URLs."""
+    return lambda: new_database(pg_server)
+
+
+@pytest.fixture
+def pg_url(pg_factory) -> str:
+    return pg_factory()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_factory(request, tmp_path):
+    """Makes fresh memories' database targets on each backend: a SQLite file path or a PostgreSQL URL."""
+    if request.param == "postgres":
+        return request.getfixturevalue("pg_factory")
+    names = iter(range(10**6))
+    return lambda: str(tmp_path / f"db{next(names)}.db")

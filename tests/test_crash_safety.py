@@ -33,8 +33,11 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def test_sigkill_mid_step_leaves_no_half_step(tmp_path):
-    db = tmp_path / "crash.db"
+def test_sigkill_mid_step_leaves_no_half_step(db_factory):
+    """On each backend (a SQLite file, a PostgreSQL database)."""
+    from compassmem.store import open_store
+
+    db = db_factory()
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(db)], stdout=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     line = ""
@@ -45,7 +48,7 @@ def test_sigkill_mid_step_leaves_no_half_step(tmp_path):
     assert "INSIDE" in line, "child never reached the middle of step 2"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    store = SQLiteStore(db)
+    store = open_store(db)
     assert [r.step for r in store.steps("n")] == [1]
     assert {o.step for o in store.observations("n")} == {1}
     assert all(e.step == 1 for e in store.events("n"))
@@ -53,7 +56,7 @@ def test_sigkill_mid_step_leaves_no_half_step(tmp_path):
     # and the memory keeps working: step 2 can be added again
     from compassmem import Memory
 
-    mem = Memory(db)
+    mem = Memory(db, embedder="hash")
     rec = mem.add(["second step turn one", "second step turn two"], namespace="n", step=2)
     assert rec.step == 2 and len(mem.store.steps("n")) == 2
     mem.close()

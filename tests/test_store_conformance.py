@@ -16,12 +16,18 @@ def _sqlite(tmp_path):
     return SQLiteStore(tmp_path / "store.db")
 
 
-BACKENDS = {"sqlite": _sqlite}
+def _postgres(request, tmp_path):
+    from compassmem.store.postgres import PostgresStore
+
+    return PostgresStore(request.getfixturevalue("pg_url"))
+
+
+BACKENDS = {"sqlite": lambda request, tmp_path: _sqlite(tmp_path), "postgres": _postgres}
 
 
 @pytest.fixture(params=sorted(BACKENDS))
 def store(request, tmp_path):
-    s = BACKENDS[request.param](tmp_path)
+    s = BACKENDS[request.param](request, tmp_path)
     yield s
     s.close()
 

@@ -15,7 +15,7 @@ from . import validate
 from .errors import ConfigError, InputError, NamespaceNotFound
 from .ingest import Dataset, StepInput
 from .llm import make_llm
-from .construct.edit import Editor, scan_files
+from .construct.edit import Editor
 from .models import (Answer, EditReceipt, Event, EventDetail, EventPage, Filters, ForgetReceipt, HistoryEntry,
                      Observation, SearchHit, StepRecord)
 from .roles import construction_roles, search_roles
@@ -126,7 +126,7 @@ class Memory:
         removed = self.store.delete_namespace(namespace)
         receipt = ForgetReceipt(namespace=namespace, removed={k: v for k, v in removed.items() if k != "index_files"},
                                 index_files_removed=removed.get("index_files", 0), scanned_texts=len(texts))
-        receipt.scanned_files, receipt.found = scan_files(getattr(self.store, "path", ":memory:"), texts)
+        receipt.scanned_files, receipt.found = self.store.leak_scan(texts)
         return receipt
 
     def delete(self, observation_ids: str | list[str], namespace: str | None = None, *, user_id: str | None = None,

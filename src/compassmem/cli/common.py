@@ -17,7 +17,7 @@ err_console = Console(stderr=True)
 LLM_HELP = "LLM spec: none (offline engine) | openai:MODEL (any OpenAI-compatible base URL) | gguf:PATH"
 EMB_HELP = "Embedder: minilm (default, local ONNX) | hash (lexical, no model) | http:MODEL"
 
-DbOpt = typer.Option(..., "--db", help="SQLite database file (created if missing).")
+DbOpt = typer.Option(..., "--db", help="SQLite database file (created if missing), or a postgresql:// URL.")
 LlmOpt = typer.Option("none", "--llm", help=LLM_HELP, envvar="COMPASSMEM_LLM")
 BaseUrlOpt = typer.Option(None, "--base-url", help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL).")
 KeyOpt = typer.Option(None, "--api-key", help="API key (default: $OPENAI_API_KEY).")
@@ -43,12 +43,17 @@ def filters_from(since: str | None, until: str | None, speaker: list[str] | None
     return {k: v for k, v in given.items() if v is not None} or None
 
 
+def is_url(db: str) -> bool:
+    """A PostgreSQL URL rather than a SQLite file path."""
+    return db.startswith(("postgres://", "postgresql://"))
+
+
 def open_memory(db: str, llm: str = "none", embedder: str | None = None, config: Path | None = None,
                 base_url: str | None = None, api_key: str | None = None, must_exist: bool = False):
     from ..config import Settings
     from ..memory import Memory
 
-    if must_exist and db != ":memory:" and not Path(db).is_file():
+    if must_exist and db != ":memory:" and not is_url(db) and not Path(db).is_file():
         raise ConfigError(f"database not found: {db} (build one with `compassmem ingest`)")
     return Memory(db, llm=llm, embedder=embedder, settings=Settings.load(config), base_url=base_url, api_key=api_key)
 

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from ..errors import ConfigError
-from .common import BaseUrlOpt, ConfigOpt, DbOpt, EMB_HELP, KeyOpt, LlmOpt, console, open_memory
+from .common import BaseUrlOpt, ConfigOpt, DbOpt, EMB_HELP, KeyOpt, LlmOpt, console, is_url, open_memory
 
 keys_app = typer.Typer(help="API keys for `compassmem serve`: each key is bound to one tenant.", no_args_is_help=True)
 
@@ -93,7 +93,7 @@ def _open_store(db: str, must_exist: bool = True):
     """The database alone: managing keys needs no embedder or model (and must not pick one for it)."""
     from ..store import open_store
 
-    if must_exist and not Path(db).is_file():
+    if must_exist and not is_url(db) and not Path(db).is_file():
         raise ConfigError(f"database not found: {db}")
     return open_store(db)
 

@@ -14,17 +14,13 @@ checkpointed and the database files are scanned for the old text (the receipt sa
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from contextlib import nullcontext
-from pathlib import Path
 
 import numpy as np
 
 from ..embed import l2_normalise
-from ..errors import InputError, StoreError
+from ..errors import InputError
 from ..models import EditReceipt, Event, EventTime, Observation, Topic, Usage
 from ..timeutil import find_expressions, iso, parse_date, resolve_in_text
 from .pipeline import Constructor
@@ -39,36 +35,6 @@ class _Plan:
     deleted: list[Event] = field(default_factory=list)
     rederived: list[tuple[Event, np.ndarray, Event, np.ndarray]] = field(default_factory=list)  # old, vec, new, vec
     topics: dict[str, tuple[Topic, np.ndarray] | None] = field(default_factory=dict)  # None: delete the topic
-
-
-_SCAN = """
-import json, sys
-texts = json.load(sys.stdin)
-found = []
-for name in sys.argv[1:]:
-    with open(name, "rb") as fh:
-        data = fh.read()
-    found += [[name, t] for t in texts if t.encode() in data]
-json.dump(found, sys.stdout)
-"""
-
-
-def scan_files(db_path: str, texts: list[str]) -> tuple[list[str], list[str]]:
-    """(files scanned, 'file: text' for each text still readable in them): the database and its WAL.
-
-    The scan runs in a child process: closing any descriptor of the database file releases every POSIX
-    lock this process holds on it, SQLite's included, which left the store's connection reading a frozen
-    snapshot (and would let another writer in under a reader)."""
-    if db_path == ":memory:":
-        return [], []
-    files = [str(f) for f in (Path(db_path), Path(f"{db_path}-wal")) if f.is_file()]
-    if not files:
-        return [], []
-    done = subprocess.run([sys.executable, "-I", "-c", _SCAN, *files], input=json.dumps(texts), text=True,
-                          capture_output=True, timeout=600)
-    if done.returncode != 0:
-        raise StoreError(f"the deletion scan of {db_path} failed: {done.stderr.strip().splitlines()[-1:]}")
-    return files, [f"{Path(name).name}: {t[:60]}" for name, t in json.loads(done.stdout)]
 
 
 class Editor:
@@ -225,5 +191,5 @@ class Editor:
         texts = sorted({t for t in old_texts if len(t) >= MIN_SCAN_CHARS and not store.text_held(t)})
         receipt.skipped_texts = len(set(old_texts)) - len(texts)
         receipt.scanned_texts = len(texts)
-        receipt.scanned_files, receipt.found = scan_files(getattr(store, "path", ":memory:"), texts)
+        receipt.scanned_files, receipt.found = store.leak_scan(texts)
         return receipt

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ConfigError
 from .base import Store
 from .sqlite import SQLiteStore
 
@@ -12,8 +11,10 @@ __all__ = ["Store", "SQLiteStore", "open_store"]
 
 
 def open_store(target: str | Path) -> Store:
-    """Open a store from a path or URL; PostgreSQL URLs are reserved for the pgvector backend."""
+    """A SQLite file path (or ':memory:'), or a postgresql:// URL (PostgreSQL with pgvector)."""
     text = str(target)
     if text.startswith(("postgres://", "postgresql://")):
-        raise ConfigError("the PostgreSQL backend is not available yet; use a SQLite file path")
+        from .postgres import PostgresStore  # psycopg only for those who use it
+
+        return PostgresStore(text)
     return SQLiteStore(text)

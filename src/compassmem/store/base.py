@@ -145,6 +145,9 @@ class Store(Protocol):
     def text_held(self, text: str) -> bool:
         """Whether any observation, in any namespace, contains this text."""
         ...
+    def leak_scan(self, texts: list[str]) -> tuple[list[str], list[str]]:
+        """(where it looked, 'place: text' for each text still readable there): the proof in a receipt."""
+        ...
     def checkpoint(self) -> None:
         """Make deleted rows unrecoverable from any log the backend keeps (SQLite: the WAL)."""
         ...

@@ -18,9 +18,11 @@ import numpy as np
 
 from ..embed.base import dots, l2_normalise
 from ..errors import StoreError
-from ..models import Event, EventTime, Filters, HistoryEntry, Observation, Relation, StepRecord, Topic, trusted, utcnow
+from ..models import Event, Filters, HistoryEntry, Observation, Relation, StepRecord, Topic, utcnow
 from ..text import index_terms
+from . import rows as records
 from . import sqlite_edit, sqlite_io
+from .rows import EVENT_COLS, KINDS as _KINDS, OBS_COLS, KindCalls
 from .base import cache_namespace
 from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_V3, SCHEMA_VERSION, fts_name, new_token, observation_terms,
                             statements, upgrade)
@@ -29,8 +31,6 @@ from . import impact
 from .impact import LexicalBase
 from .vectors import IndexPolicy, VectorIndex, base_files, open_base, write_base
 
-_KINDS = {"observations": ("observations", "embedding"), "events": ("events", "embedding"),
-          "topics": ("topics", "centroid")}
 
 
 def _blob(vec: np.ndarray) -> bytes:
@@ -41,7 +41,7 @@ def _unblob(b: bytes) -> np.ndarray:
     return np.frombuffer(b, dtype=np.float32)
 
 
-class SQLiteStore:
+class SQLiteStore(KindCalls):
     """Thread-safe (one connection behind a lock); readers never see half a step."""
 
     def __init__(self, path: str | Path, busy_timeout_s: float = 30.0, index_policy: IndexPolicy | None = None) -> None:
@@ -228,6 +228,10 @@ class SQLiteStore:
     def text_held(self, text: str) -> bool:
         return sqlite_edit.text_held(self, text)
 
+    def leak_scan(self, texts: list[str]) -> tuple[list[str], list[str]]:
+        """(files scanned, 'file: text' for each text still readable): the database file and its WAL."""
+        return sqlite_edit.scan_files(self.path, texts)
+
     def add_history(self, namespace: str, event_id: str, action: str, step: int | None,
                     observation_ids: list[str], summary: str | None) -> None:
         sqlite_edit.add_history(self, namespace, event_id, action, step, observation_ids, summary)
@@ -272,34 +276,28 @@ class SQLiteStore:
     def _log(self, namespace: str, kind: str, rowid: int) -> None:
         self._exec("INSERT INTO vector_log (namespace, kind, key) VALUES (?, ?, ?)", (namespace, kind, rowid))
 
-    _OBS_COLS = "namespace,id,step,seq,speaker,text,time,date,meta,ingested_at"
 
-    @staticmethod
-    def _obs(r: tuple) -> Observation:
-        return trusted(Observation, {"id": r[1], "namespace": r[0], "step": r[2], "seq": r[3], "speaker": r[4],
-                                     "text": r[5], "time": r[6], "date": r[7],
-                                     "meta": json.loads(r[8]) if r[8] != "{}" else {}, "ingested_at": r[9]})
 
     def get_observations(self, namespace: str, ids: list[str]) -> list[Observation]:
-        rows = self._in(f"SELECT {self._OBS_COLS} FROM observations WHERE namespace=? AND id IN ({{marks}})",
+        rows = self._in(f"SELECT {OBS_COLS} FROM observations WHERE namespace=? AND id IN ({{marks}})",
                         namespace, list(dict.fromkeys(ids)))
-        return sorted((self._obs(r) for r in rows), key=lambda o: (o.step, o.seq))
+        return sorted((records.observation(r) for r in rows), key=lambda o: (o.step, o.seq))
 
     def observations(self, namespace: str, step: int | None = None) -> list[Observation]:
         if step is None:
-            rows = self._rows(f"SELECT {self._OBS_COLS} FROM observations WHERE namespace=? ORDER BY step, seq", (namespace,))
+            rows = self._rows(f"SELECT {OBS_COLS} FROM observations WHERE namespace=? ORDER BY step, seq", (namespace,))
         else:
-            rows = self._rows(f"SELECT {self._OBS_COLS} FROM observations WHERE namespace=? AND step=? ORDER BY seq",
+            rows = self._rows(f"SELECT {OBS_COLS} FROM observations WHERE namespace=? AND step=? ORDER BY seq",
                               (namespace, step))
-        return [self._obs(r) for r in rows]
+        return [records.observation(r) for r in rows]
 
     def observations_of(self, namespace: str, event_ids: list[str]) -> tuple[list[Observation], np.ndarray]:
         """The observations owned by these events, in stream order, with their normalised vectors (zero
         rows where none is stored): what a search loads for its candidate events, and nothing more."""
-        rows = self._in(f"SELECT {self._OBS_COLS}, embedding FROM observations WHERE namespace=? "
+        rows = self._in(f"SELECT {OBS_COLS}, embedding FROM observations WHERE namespace=? "
                         "AND event IN ({marks})", namespace, list(dict.fromkeys(event_ids)))
         rows.sort(key=lambda r: (r[2], r[3]))
-        return [self._obs(r) for r in rows], self._matrix_of([r[10] for r in rows])
+        return [records.observation(r) for r in rows], self._matrix_of([r[10] for r in rows])
 
     @staticmethod
     def _matrix_of(blobs: list[bytes | None]) -> np.ndarray:
@@ -365,32 +363,24 @@ class SQLiteStore:
                            (event.id, event.namespace, *chunk))
             self._log(event.namespace, "events", rowid)
 
-    @staticmethod
-    def _event(r: tuple) -> Event:
-        t = json.loads(r[5])
-        return trusted(Event, {"id": r[1], "namespace": r[0], "step": r[2], "summary": r[3],
-                               "participants": json.loads(r[4]),
-                               "time": trusted(EventTime, {f: t.get(f) for f in EventTime.model_fields}),
-                               "observation_ids": json.loads(r[6]), "topic_id": r[7], "history": json.loads(r[8])})
 
-    _EVENT_COLS = "namespace,id,step,summary,participants,time,observation_ids,topic_id,history"
 
     def get_event(self, namespace: str, event_id: str) -> Event | None:
-        rows = self._rows(f"SELECT {self._EVENT_COLS} FROM events WHERE namespace=? AND id=?", (namespace, event_id))
-        return self._event(rows[0]) if rows else None
+        rows = self._rows(f"SELECT {EVENT_COLS} FROM events WHERE namespace=? AND id=?", (namespace, event_id))
+        return records.event(rows[0]) if rows else None
 
     def get_events(self, namespace: str, ids: list[str]) -> tuple[list[Event], np.ndarray]:
         """These events (unknown ids skipped) in the order asked, with their normalised vectors."""
-        rows = {r[1]: r for r in self._in(f"SELECT {self._EVENT_COLS}, embedding FROM events WHERE namespace=? "
+        rows = {r[1]: r for r in self._in(f"SELECT {EVENT_COLS}, embedding FROM events WHERE namespace=? "
                                           "AND id IN ({marks})", namespace, list(dict.fromkeys(ids)))}
         found = [rows[i] for i in dict.fromkeys(ids) if i in rows]
-        return [self._event(r) for r in found], self._matrix_of([r[9] for r in found])
+        return [records.event(r) for r in found], self._matrix_of([r[9] for r in found])
 
     def events(self, namespace: str, offset: int = 0, limit: int | None = None) -> list[Event]:
         """A namespace's events in stored order; a page of them with offset/limit."""
-        rows = self._rows(f"SELECT {self._EVENT_COLS} FROM events WHERE namespace=? ORDER BY rowid LIMIT ? OFFSET ?",
+        rows = self._rows(f"SELECT {EVENT_COLS} FROM events WHERE namespace=? ORDER BY rowid LIMIT ? OFFSET ?",
                           (namespace, -1 if limit is None else limit, offset))
-        return [self._event(r) for r in rows]
+        return [records.event(r) for r in rows]
 
     def _table_matrix(self, namespace: str, kind: str) -> tuple[list[str], np.ndarray]:
         table, col = _KINDS[kind]
@@ -398,26 +388,12 @@ class SQLiteStore:
                           (namespace,))
         return [r[0] for r in rows], self._matrix_of([r[1] for r in rows])
 
-    def event_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
-        """Every event's vector: re-clustering reads it (on a geometric schedule); search never does."""
-        return self._table_matrix(namespace, "events")
 
-    def observation_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
-        return self._table_matrix(namespace, "observations")
 
-    def topic_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
-        return self._table_matrix(namespace, "topics")
 
     # ------------------------------------------------------------------ ranked search (the store owns it)
-    def search_events(self, namespace: str, query: np.ndarray, k: int, exact: bool = True) -> list[tuple[str, float]]:
-        return self._search(namespace, "events", query, k, exact)
 
-    def search_observations(self, namespace: str, query: np.ndarray, k: int,
-                            exact: bool = True) -> list[tuple[str, float]]:
-        return self._search(namespace, "observations", query, k, exact)
 
-    def search_topics(self, namespace: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        return self._search(namespace, "topics", query, k)
 
     def lexical_search(self, namespace: str, text: str, k: int) -> list[tuple[str, float]]:
         """(observation id, BM25) of the k best observations for a text's terms (text.index_terms), best
@@ -625,14 +601,10 @@ class SQLiteStore:
                    (r.namespace, r.id, r.source, r.target, r.type, json.dumps(r.evidence), r.origin,
                     r.confidence, r.step))
 
-    @staticmethod
-    def _relation(r: tuple) -> Relation:
-        return Relation(namespace=r[0], id=r[1], source=r[2], target=r[3], type=r[4],
-                        evidence=json.loads(r[5]), origin=r[6], confidence=r[7], step=r[8])
 
     def relations(self, namespace: str) -> list[Relation]:
         rows = self._rows("SELECT * FROM relations WHERE namespace=? ORDER BY rowid", (namespace,))
-        return [self._relation(r) for r in rows]
+        return [records.relation(r) for r in rows]
 
     def relations_of(self, namespace: str, event_ids: list[str]) -> list[Relation]:
         """Relations with either end in these events (indexed lookups, stored order)."""
@@ -640,7 +612,7 @@ class SQLiteStore:
         rows = {r[1]: r for end in ("source", "target")
                 for r in self._in(f"SELECT rowid, * FROM relations WHERE namespace=? AND {end} IN ({{marks}})",
                                   namespace, ids)}
-        return [self._relation(r[1:]) for r in sorted(rows.values(), key=lambda r: r[0])]
+        return [records.relation(r[1:]) for r in sorted(rows.values(), key=lambda r: r[0])]
 
     # ------------------------------------------------------------------ topics
     def put_topic(self, topic: Topic, centroid: np.ndarray) -> None:

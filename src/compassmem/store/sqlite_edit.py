@@ -6,9 +6,14 @@ history table, and the compaction that leaves deleted data in no index file.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import StoreError
 from ..models import Filters, HistoryEntry, Observation, Relation, utcnow
+from . import rows as records
 from .sqlite_schema import chunks as _chunks, fts_name
 
 if TYPE_CHECKING:
@@ -17,7 +22,7 @@ if TYPE_CHECKING:
 def delete_observations(store: "SQLiteStore", namespace: str, ids: list[str]) -> list[Observation]:
     """Remove observations with their full-text rows (vectors through the log); returns what was removed."""
     with store.transaction():
-        rows = store._in(f"SELECT rowid, {store._OBS_COLS} FROM observations WHERE namespace=? AND id IN ({{marks}})",
+        rows = store._in(f"SELECT rowid, {records.OBS_COLS} FROM observations WHERE namespace=? AND id IN ({{marks}})",
                          namespace, list(dict.fromkeys(ids)))
         token = store._token(namespace)
         for r in rows:
@@ -27,7 +32,7 @@ def delete_observations(store: "SQLiteStore", namespace: str, ids: list[str]) ->
             store._log(namespace, "observations", r[0])
         store._exec("DELETE FROM speakers WHERE namespace=? AND name NOT IN (SELECT speaker FROM observations "
                     "WHERE namespace=? AND speaker IS NOT NULL)", (namespace, namespace))
-    return [store._obs(r[1:]) for r in rows]
+    return [records.observation(r[1:]) for r in rows]
 
 
 def delete_events(store: "SQLiteStore", namespace: str, ids: list[str]) -> int:
@@ -48,7 +53,7 @@ def relations_citing(store: "SQLiteStore", namespace: str, observation_ids: list
     for chunk in _chunks(list(dict.fromkeys(observation_ids))):
         for r in store._rows("SELECT * FROM relations r WHERE namespace=? AND EXISTS (SELECT 1 FROM "
                              f"json_each(r.evidence) WHERE value IN ({','.join('?' * len(chunk))}))", (namespace, *chunk)):
-            out[r[1]] = store._relation(r)
+            out[r[1]] = records.relation(r)
     return list(out.values())
 
 
@@ -124,3 +129,33 @@ def history(store: "SQLiteStore", namespace: str, event_id: str) -> list[History
                        "WHERE namespace=? AND event_id=? ORDER BY rowid", (namespace, event_id))
     return [HistoryEntry(event_id=r[0], at=r[1], action=r[2], step=r[3], observation_ids=json.loads(r[4]),
                          summary=r[5]) for r in rows]
+
+
+_SCAN = """
+import json, sys
+texts = json.load(sys.stdin)
+found = []
+for name in sys.argv[1:]:
+    with open(name, "rb") as fh:
+        data = fh.read()
+    found += [[name, t] for t in texts if t.encode() in data]
+json.dump(found, sys.stdout)
+"""
+
+
+def scan_files(db_path: str, texts: list[str]) -> tuple[list[str], list[str]]:
+    """(files scanned, 'file: text' for each text still readable in them): the database and its WAL.
+
+    The scan runs in a child process: closing any descriptor of the database file releases every POSIX
+    lock this process holds on it, SQLite's included, which left the store's connection reading a frozen
+    snapshot (and would let another writer in under a reader)."""
+    if db_path == ":memory:":
+        return [], []
+    files = [str(f) for f in (Path(db_path), Path(f"{db_path}-wal")) if f.is_file()]
+    if not files:
+        return [], []
+    done = subprocess.run([sys.executable, "-I", "-c", _SCAN, *files], input=json.dumps(texts), text=True,
+                          capture_output=True, timeout=600)
+    if done.returncode != 0:
+        raise StoreError(f"the deletion scan of {db_path} failed: {done.stderr.strip().splitlines()[-1:]}")
+    return files, [f"{Path(name).name}: {t[:60]}" for name, t in json.loads(done.stdout)]

@@ -1,0 +1,595 @@
+"""PostgreSQL + pgvector store: the scale-out path, for a service on several machines sharing one database.
+
+Selected by a `postgresql://` URL. psycopg 3 with a connection pool; one transaction per construction
+step, taking a transaction-level advisory lock so two writers (two `compassmem serve` processes, two
+ingests) never interleave a step, while readers see whole steps only (a read snapshot is a REPEATABLE
+READ transaction). Vectors are pgvector columns with HNSW indexes; the lexical signal is BM25 computed
+in SQL over a postings table with FTS5's formula, so rankings equal the SQLite store's.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections import Counter
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from ..embed.base import dots, l2_normalise
+from ..errors import StoreError
+from ..models import Event, Filters, HistoryEntry, Observation, Relation, StepRecord, Topic, utcnow
+from ..text import index_terms
+from . import rows as records
+from .base import cache_namespace
+from .rows import EVENT_COLS as _EVENT_COLS, KINDS as _KINDS, OBS_COLS as _OBS_COLS, REL_COLS, KindCalls
+from .postgres_schema import MIGRATIONS, SCHEMA_VERSION, hnsw_indexes
+from .sqlite_schema import observation_terms
+
+_WRITE_LOCK = 0x436F6D70  # one advisory lock for all writers: steps never interleave (as in SQLite)
+EXPORT_TABLES = {  # the SQLite store's export columns, so an export moves between backends
+    "namespaces": "name,created_at", "observations": _OBS_COLS + ",embedding,event",
+    "steps": "namespace,step,record", "events": _EVENT_COLS + ",embedding",
+    "relations": REL_COLS,
+    "topics": "namespace,id,label,size,centroid",
+    "event_history": "namespace,event_id,at,action,step,observation_ids,summary"}
+
+
+def _terms(text: str, meta: str) -> tuple[Counter, int]:
+    tokens = observation_terms(text, meta).split()
+    return Counter(tokens), len(tokens)
+
+
+class PostgresStore(KindCalls):
+    """Thread-safe: each thread's transaction or snapshot holds one pooled connection."""
+
+    def __init__(self, url: str, max_connections: int = 8) -> None:
+        try:
+            import psycopg
+            from pgvector.psycopg import register_vector
+            from psycopg_pool import ConnectionPool
+        except ImportError as exc:
+            raise StoreError(f"the PostgreSQL store needs the postgres extra ({exc.name} is missing): "
+                             "pip install 'compassmem[postgres]'") from None
+        self.url = url
+        self._psycopg = psycopg
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                self._migrate(conn)
+            self._pool = ConnectionPool(url, min_size=1, max_size=max_connections, open=True, timeout=60,
+                                        kwargs={"autocommit": True}, configure=register_vector)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open PostgreSQL database: {str(exc).strip().splitlines()[0]}") from None
+        self._local = threading.local()
+        self._dim: int | None = int(self.get_meta("vector_dim") or 0) or None
+
+    # ------------------------------------------------------------------ schema
+    def _migrate(self, conn: Any) -> None:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
+            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"this PostgreSQL database has schema v{version}, this CompassMem reads "
+                                 f"v{SCHEMA_VERSION}; upgrade CompassMem")
+            for v in range(version + 1, SCHEMA_VERSION + 1):
+                conn.execute(MIGRATIONS[v])
+            conn.execute("INSERT INTO meta VALUES ('schema_version', %s) ON CONFLICT (key) DO UPDATE SET "
+                         "value = excluded.value", (str(SCHEMA_VERSION),))
+
+    def _ensure_dim(self, vec: np.ndarray | None) -> None:
+        """The first vector fixes the dimension and creates the HNSW indexes."""
+        if vec is None or self._dim is not None:
+            return
+        dim = int(np.asarray(vec).shape[-1])
+        known = self.get_meta("vector_dim")
+        if known is None:
+            self.set_meta("vector_dim", str(dim))
+            for sql in hnsw_indexes(dim):
+                self._x(sql)
+        self._dim = int(self.get_meta("vector_dim") or dim)
+
+    # ------------------------------------------------------------------ connections
+    @contextmanager
+    def _conn(self) -> Iterator[Any]:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            yield conn
+            return
+        with self._pool.connection() as conn:
+            yield conn
+
+    def _q(self, sql: str, args: tuple | list = ()) -> list[tuple]:
+        with self._conn() as c:
+            return c.execute(sql, args).fetchall()
+
+    def _x(self, sql: str, args: tuple | list = ()) -> int:
+        with self._conn() as c:
+            return c.execute(sql, args).rowcount
+
+    def close(self) -> None:
+        self._pool.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        if getattr(self._local, "conn", None) is not None:
+            if not self._local.write:  # a write inside a read snapshot: take the writers' lock now
+                self._local.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
+                self._local.write = True
+            yield
+            return
+        with self._pool.connection() as conn:
+            try:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
+                    self._local.conn, self._local.write = conn, True
+                    try:
+                        yield
+                    finally:
+                        self._local.conn = None
+            except self._psycopg.OperationalError as exc:
+                raise StoreError(f"PostgreSQL write failed: {str(exc).strip().splitlines()[0]}") from None
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        if getattr(self._local, "conn", None) is not None:
+            yield
+            return
+        with self._pool.connection() as conn:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                self._local.conn, self._local.write = conn, False
+                try:
+                    yield
+                finally:
+                    self._local.conn = None
+
+    # ------------------------------------------------------------------ namespaces
+    def namespaces(self) -> list[str]:
+        return [r[0] for r in self._q("SELECT name FROM namespaces ORDER BY name")]
+
+    def ensure_namespace(self, namespace: str) -> None:
+        self._x("INSERT INTO namespaces VALUES (%s, %s) ON CONFLICT DO NOTHING", (namespace, utcnow()))
+
+    def has_namespace(self, namespace: str) -> bool:
+        return bool(self._q("SELECT 1 FROM namespaces WHERE name=%s", (namespace,)))
+
+    _OWNED = ("observations", "steps", "events", "relations", "topics", "speakers", "event_history")
+
+    def delete_namespace(self, namespace: str) -> dict[str, int]:
+        removed: dict[str, int] = {}
+        with self.transaction():
+            for table in self._OWNED:
+                removed[table] = self._q(f"SELECT COUNT(*) FROM {table} WHERE namespace=%s", (namespace,))[0][0]
+            removed["full_text"] = self._q("SELECT COUNT(DISTINCT obs_id) FROM terms WHERE namespace=%s", (namespace,))[0][0]
+            removed["llm_cache"] = self.drop_cache(namespace)
+            self._x("DELETE FROM namespaces WHERE name=%s", (namespace,))
+            self._x("DELETE FROM meta WHERE key=%s", (f"clustered_events/{namespace}",))
+        removed["index_files"] = 0
+        self.compact(namespace)
+        return removed
+
+    # ------------------------------------------------------------------ observations
+    def add_observations(self, observations: list[Observation], embeddings: np.ndarray | None = None) -> None:
+        if embeddings is not None and len(embeddings):
+            self._ensure_dim(embeddings[0])
+        with self.transaction():
+            for i, o in enumerate(observations):
+                meta = json.dumps(o.meta)
+                counts, length = _terms(o.text, meta)
+                vec = np.asarray(embeddings[i], np.float32) if embeddings is not None else None
+                self._x("INSERT INTO observations (namespace,id,step,seq,speaker,text,time,date,meta,ingested_at,"
+                        "embedding,doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (namespace, id) "
+                        "DO UPDATE SET step=excluded.step, seq=excluded.seq, speaker=excluded.speaker, "
+                        "text=excluded.text, time=excluded.time, date=excluded.date, meta=excluded.meta, "
+                        "ingested_at=excluded.ingested_at, embedding=excluded.embedding, doc_len=excluded.doc_len",
+                        (o.namespace, o.id, o.step, o.seq, o.speaker, o.text, o.time, o.date, meta, o.ingested_at,
+                         vec, length))
+                self._x("DELETE FROM terms WHERE namespace=%s AND obs_id=%s", (o.namespace, o.id))
+                if counts:
+                    with self._conn() as c:
+                        c.cursor().executemany("INSERT INTO terms VALUES (%s,%s,%s,%s)",
+                                               [(o.namespace, o.id, t, n) for t, n in counts.items()])
+                if o.speaker:
+                    self._x("INSERT INTO speakers VALUES (%s,%s) ON CONFLICT DO NOTHING", (o.namespace, o.speaker))
+
+
+    @staticmethod
+    def _matrix_of(vecs: list) -> np.ndarray:
+        arrays = [_np(v) for v in vecs]
+        dim = next((len(v) for v in arrays if v is not None), 0)
+        out = np.zeros((len(arrays), dim), np.float32)
+        for i, v in enumerate(arrays):
+            if v is not None:
+                out[i] = v
+        return l2_normalise(out) if len(arrays) else out
+
+    def get_observations(self, namespace: str, ids: list[str]) -> list[Observation]:
+        rows = self._q(f"SELECT {_OBS_COLS} FROM observations WHERE namespace=%s AND id = ANY(%s) ORDER BY step, seq",
+                       (namespace, list(dict.fromkeys(ids))))
+        return [records.observation(r) for r in rows]
+
+    def observations(self, namespace: str, step: int | None = None) -> list[Observation]:
+        if step is None:
+            rows = self._q(f"SELECT {_OBS_COLS} FROM observations WHERE namespace=%s ORDER BY step, seq", (namespace,))
+        else:
+            rows = self._q(f"SELECT {_OBS_COLS} FROM observations WHERE namespace=%s AND step=%s ORDER BY seq",
+                           (namespace, step))
+        return [records.observation(r) for r in rows]
+
+    def observations_of(self, namespace: str, event_ids: list[str]) -> tuple[list[Observation], np.ndarray]:
+        rows = self._q(f"SELECT {_OBS_COLS}, embedding FROM observations WHERE namespace=%s AND event = ANY(%s) "
+                       "ORDER BY step, seq", (namespace, list(dict.fromkeys(event_ids))))
+        return [records.observation(r) for r in rows], self._matrix_of([r[10] for r in rows])
+
+    def observation_vectors(self, namespace: str, ids: list[str]) -> np.ndarray:
+        found = dict(self._q("SELECT id, embedding FROM observations WHERE namespace=%s AND id = ANY(%s)",
+                             (namespace, list(dict.fromkeys(ids)))))
+        return self._matrix_of([found.get(i) for i in ids])
+
+    def owners(self, namespace: str, observation_ids: list[str]) -> dict[str, str]:
+        return {o: e for o, e in self._q("SELECT id, event FROM observations WHERE namespace=%s AND id = ANY(%s)",
+                                         (namespace, list(dict.fromkeys(observation_ids)))) if e is not None}
+
+    def observation_count(self, namespace: str) -> int:
+        return int(self._q("SELECT COUNT(*) FROM observations WHERE namespace=%s", (namespace,))[0][0])
+
+    def speakers(self, namespace: str) -> list[str]:
+        return [r[0] for r in self._q("SELECT name FROM speakers WHERE namespace=%s ORDER BY name", (namespace,))]
+
+    # ------------------------------------------------------------------ steps
+    def get_step(self, namespace: str, step: int) -> StepRecord | None:
+        rows = self._q("SELECT record FROM steps WHERE namespace=%s AND step=%s", (namespace, step))
+        return StepRecord.model_validate_json(rows[0][0]) if rows else None
+
+    def put_step(self, record: StepRecord) -> None:
+        self._x("INSERT INTO steps VALUES (%s,%s,%s) ON CONFLICT (namespace, step) DO UPDATE SET record=excluded.record",
+                (record.namespace, record.step, record.model_dump_json()))
+
+    def steps(self, namespace: str) -> list[StepRecord]:
+        return [StepRecord.model_validate_json(r[0])
+                for r in self._q("SELECT record FROM steps WHERE namespace=%s ORDER BY step", (namespace,))]
+
+    def step_count(self, namespace: str) -> int:
+        return int(self._q("SELECT COUNT(*) FROM steps WHERE namespace=%s", (namespace,))[0][0])
+
+    # ------------------------------------------------------------------ events
+    def put_event(self, event: Event, embedding: np.ndarray) -> None:
+        self._ensure_dim(embedding)
+        with self.transaction():
+            self._x("INSERT INTO events (namespace,id,step,summary,participants,time,observation_ids,topic_id,history,"
+                    "embedding) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (namespace, id) DO UPDATE SET "
+                    "step=excluded.step, summary=excluded.summary, participants=excluded.participants, "
+                    "time=excluded.time, observation_ids=excluded.observation_ids, topic_id=excluded.topic_id, "
+                    "history=excluded.history, embedding=excluded.embedding",
+                    (event.namespace, event.id, event.step, event.summary, json.dumps(event.participants),
+                     event.time.model_dump_json(), json.dumps(event.observation_ids), event.topic_id,
+                     json.dumps(event.history), np.asarray(embedding, np.float32)))
+            self._x("UPDATE observations SET event=%s WHERE namespace=%s AND id = ANY(%s)",
+                    (event.id, event.namespace, event.observation_ids))
+
+
+    def get_event(self, namespace: str, event_id: str) -> Event | None:
+        rows = self._q(f"SELECT {_EVENT_COLS} FROM events WHERE namespace=%s AND id=%s", (namespace, event_id))
+        return records.event(rows[0]) if rows else None
+
+    def get_events(self, namespace: str, ids: list[str]) -> tuple[list[Event], np.ndarray]:
+        rows = {r[1]: r for r in self._q(f"SELECT {_EVENT_COLS}, embedding FROM events WHERE namespace=%s "
+                                         "AND id = ANY(%s)", (namespace, list(dict.fromkeys(ids))))}
+        found = [rows[i] for i in dict.fromkeys(ids) if i in rows]
+        return [records.event(r) for r in found], self._matrix_of([r[9] for r in found])
+
+    def events(self, namespace: str, offset: int = 0, limit: int | None = None) -> list[Event]:
+        rows = self._q(f"SELECT {_EVENT_COLS} FROM events WHERE namespace=%s ORDER BY rowid LIMIT %s OFFSET %s",
+                       (namespace, limit, offset))
+        return [records.event(r) for r in rows]
+
+    def event_count(self, namespace: str) -> int:
+        return int(self._q("SELECT COUNT(*) FROM events WHERE namespace=%s", (namespace,))[0][0])
+
+    def _table_matrix(self, namespace: str, kind: str) -> tuple[list[str], np.ndarray]:
+        table, col = _KINDS[kind]
+        rows = self._q(f"SELECT id, {col} FROM {table} WHERE namespace=%s AND {col} IS NOT NULL ORDER BY rowid",
+                       (namespace,))
+        return [r[0] for r in rows], self._matrix_of([r[1] for r in rows])
+
+
+
+
+    # ------------------------------------------------------------------ ranked search
+
+
+
+    def _search(self, namespace: str, kind: str, query: np.ndarray, k: int, exact: bool = True) -> list[tuple[str, float]]:
+        """pgvector proposes candidates by cosine distance (HNSW, or an exact scan when `exact`); they are
+        re-scored from the stored vectors exactly as the SQLite store does, so both rank alike."""
+        if self._dim is None:  # another process may have stored the first vector since we opened
+            self._dim = int(self.get_meta("vector_dim") or 0) or None
+        if k <= 0 or self._dim is None or len(query) != self._dim:
+            return []
+        table, col = _KINDS[kind]
+        want = max(2 * k, k + 16)
+        cast = f"{col}::vector({self._dim})"
+        sql = (f"SELECT id, {col} FROM {table} WHERE namespace=%s AND {col} IS NOT NULL "
+               f"ORDER BY {cast} <=> %s::vector({self._dim}), rowid LIMIT %s")
+        q = np.asarray(query, np.float32)
+        with self._conn() as c:
+            with c.transaction():  # SET LOCAL inside a step's transaction is undone below, not at its commit
+                c.execute("SET LOCAL hnsw.ef_search = %s" % max(40, min(1000, 2 * want)))
+                if exact:
+                    c.execute("SET LOCAL enable_indexscan = off")
+                rows = c.execute(sql, (namespace, q, want)).fetchall()
+                if not exact and len(rows) < min(k, want):  # a filtered HNSW walk can come back short
+                    c.execute("SET LOCAL enable_indexscan = off")
+                    rows = c.execute(sql, (namespace, q, want)).fetchall()
+                c.execute("SET LOCAL enable_indexscan TO DEFAULT")
+                c.execute("SET LOCAL hnsw.ef_search TO DEFAULT")
+        if not rows:
+            return []
+        sims = dots(self._matrix_of([r[1] for r in rows]), l2_normalise(q))
+        order = np.lexsort((np.arange(len(rows)), -sims))
+        return [(rows[i][0], float(sims[i])) for i in order[:k]]
+
+    def lexical_search(self, namespace: str, text: str, k: int) -> list[tuple[str, float]]:
+        """BM25 with FTS5's formula and parameters (k1 1.2, b 0.75, idf floored at 1e-6), over the postings."""
+        terms = sorted(set(index_terms(text)))
+        if not terms or k <= 0:
+            return []
+        rows = self._q("""
+            WITH stats AS (SELECT COUNT(*)::float8 AS n, GREATEST(AVG(doc_len), 1e-9)::float8 AS avgdl
+                           FROM observations WHERE namespace=%(ns)s),
+                 df AS (SELECT term, COUNT(*)::float8 AS n FROM terms WHERE namespace=%(ns)s AND term = ANY(%(t)s)
+                        GROUP BY term)
+            SELECT o.id, SUM(GREATEST(LN((s.n - df.n + 0.5) / (df.n + 0.5)), 1e-6)
+                             * (t.tf * 2.2) / (t.tf + 1.2 * (0.25 + 0.75 * o.doc_len / s.avgdl))) AS score, o.rowid
+            FROM terms t JOIN df ON df.term = t.term
+                 JOIN observations o ON o.namespace = t.namespace AND o.id = t.obs_id, stats s
+            WHERE t.namespace = %(ns)s AND t.term = ANY(%(t)s)
+            GROUP BY o.id, o.rowid ORDER BY score DESC, o.rowid LIMIT %(k)s""", {"ns": namespace, "t": terms, "k": k})
+        return [(r[0], float(r[1])) for r in rows if r[1] > 0]
+
+    def refresh_indexes(self, namespace: str) -> None:
+        """Nothing to do: PostgreSQL updates its indexes inside each transaction."""
+
+    def check_indexes(self, namespace: str) -> list[str]:
+        problems: list[str] = []
+        with self.snapshot():
+            want = {}
+            for oid, text, meta in self._q("SELECT id, text, meta FROM observations WHERE namespace=%s", (namespace,)):
+                want[oid] = dict(_terms(text, meta)[0])
+            have: dict[str, dict[str, int]] = {}
+            for oid, term, tf in self._q("SELECT obs_id, term, tf FROM terms WHERE namespace=%s", (namespace,)):
+                have.setdefault(oid, {})[term] = tf
+            have.update({o: {} for o in want if o not in have and not want[o]})
+            if set(want) != set(have):
+                problems.append(f"full-text: {len(set(want) - set(have))} observations missing, "
+                                f"{len(set(have) - set(want))} entries without an observation")
+            elif any(want[o] != have[o] for o in want):
+                problems.append("full-text: entries disagree with their observation's text")
+        return problems
+
+    # ------------------------------------------------------------------ relations
+    def add_relation(self, relation: Relation) -> None:
+        r = relation
+        self._x("INSERT INTO relations (namespace,id,source,target,type,evidence,origin,confidence,step) VALUES "
+                "(%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (namespace, id) DO UPDATE SET source=excluded.source, "
+                "target=excluded.target, type=excluded.type, evidence=excluded.evidence, origin=excluded.origin, "
+                "confidence=excluded.confidence, step=excluded.step",
+                (r.namespace, r.id, r.source, r.target, r.type, json.dumps(r.evidence), r.origin, r.confidence, r.step))
+
+
+
+    def relations(self, namespace: str) -> list[Relation]:
+        return [records.relation(r) for r in self._q(f"SELECT {REL_COLS} FROM relations WHERE namespace=%s "
+                                                   "ORDER BY rowid", (namespace,))]
+
+    def relations_of(self, namespace: str, event_ids: list[str]) -> list[Relation]:
+        ids = list(dict.fromkeys(event_ids))
+        return [records.relation(r) for r in self._q(
+            f"SELECT {REL_COLS} FROM relations WHERE namespace=%s AND (source = ANY(%s) OR target = ANY(%s)) "
+            "ORDER BY rowid", (namespace, ids, ids))]
+
+    # ------------------------------------------------------------------ topics
+    def put_topic(self, topic: Topic, centroid: np.ndarray) -> None:
+        self._ensure_dim(centroid)
+        self._x("INSERT INTO topics (namespace,id,label,size,centroid) VALUES (%s,%s,%s,%s,%s) ON CONFLICT "
+                "(namespace, id) DO UPDATE SET label=excluded.label, size=excluded.size, centroid=excluded.centroid",
+                (topic.namespace, topic.id, topic.label, topic.size, np.asarray(centroid, np.float32)))
+
+    def delete_topic(self, namespace: str, topic_id: str) -> None:
+        self._x("DELETE FROM topics WHERE namespace=%s AND id=%s", (namespace, topic_id))
+
+    def topics(self, namespace: str) -> list[Topic]:
+        return [Topic(namespace=r[0], id=r[1], label=r[2], size=r[3]) for r in self._q(
+            "SELECT namespace,id,label,size FROM topics WHERE namespace=%s ORDER BY rowid", (namespace,))]
+
+    def get_topic(self, namespace: str, topic_id: str) -> tuple[Topic, np.ndarray] | None:
+        rows = self._q("SELECT namespace,id,label,size,centroid FROM topics WHERE namespace=%s AND id=%s",
+                       (namespace, topic_id))
+        if not rows:
+            return None
+        r = rows[0]
+        return Topic(namespace=r[0], id=r[1], label=r[2], size=r[3]), _np(r[4]).copy()
+
+    def set_event_topics(self, namespace: str, assignment: dict[str, str]) -> None:
+        with self.transaction():
+            with self._conn() as c:
+                c.cursor().executemany("UPDATE events SET topic_id=%s WHERE namespace=%s AND id=%s",
+                                       [(t, namespace, e) for e, t in assignment.items()])
+
+    def event_topics(self, namespace: str) -> dict[str, str | None]:
+        return dict(self._q("SELECT id, topic_id FROM events WHERE namespace=%s ORDER BY rowid", (namespace,)))
+
+    # ------------------------------------------------------------------ editing
+    def delete_observations(self, namespace: str, ids: list[str]) -> list[Observation]:
+        with self.transaction():
+            rows = self._q(f"DELETE FROM observations WHERE namespace=%s AND id = ANY(%s) RETURNING {_OBS_COLS}",
+                           (namespace, list(dict.fromkeys(ids))))
+            self._x("DELETE FROM speakers s WHERE namespace=%s AND NOT EXISTS (SELECT 1 FROM observations o WHERE "
+                    "o.namespace = s.namespace AND o.speaker = s.name)", (namespace,))
+        return sorted((records.observation(r) for r in rows), key=lambda o: (o.step, o.seq))
+
+    def delete_events(self, namespace: str, ids: list[str]) -> int:
+        with self.transaction():
+            before = self._q("SELECT COUNT(*) FROM relations WHERE namespace=%s", (namespace,))[0][0]
+            self._x("DELETE FROM events WHERE namespace=%s AND id = ANY(%s)", (namespace, list(dict.fromkeys(ids))))
+            return before - self._q("SELECT COUNT(*) FROM relations WHERE namespace=%s", (namespace,))[0][0]
+
+    def relations_citing(self, namespace: str, observation_ids: list[str]) -> list[Relation]:
+        return [records.relation(r) for r in self._q(
+            f"SELECT {REL_COLS} FROM relations WHERE namespace=%s AND EXISTS (SELECT 1 FROM "
+            "json_array_elements_text(evidence::json) v WHERE v = ANY(%s)) ORDER BY rowid",
+            (namespace, list(dict.fromkeys(observation_ids))))]
+
+    def filter_observations(self, namespace: str, filters: Filters) -> list[str]:
+        where, args = ["o.namespace=%s"], [namespace]
+        day = "COALESCE(o.date, e.time::json->>'date')"
+        if filters.since:
+            where.append(f"{day} >= %s")
+            args.append(filters.since)
+        if filters.until:
+            where.append(f"{day} <= %s")
+            args.append(filters.until)
+        if filters.speaker:
+            where.append("o.speaker = ANY(%s)")
+            args.append(list(filters.speaker))
+        for key, value in filters.meta.items():
+            where.append("(o.meta::jsonb ->> %s) = %s")
+            args += [key, value]
+        return [r[0] for r in self._q(
+            "SELECT o.id FROM observations o LEFT JOIN events e ON e.namespace=o.namespace AND e.id=o.event "
+            f"WHERE {' AND '.join(where)} ORDER BY o.step, o.seq", args)]
+
+    def drop_cache(self, namespace: str) -> int:
+        with self.transaction():
+            keys = [r[0] for r in self._q("SELECT key FROM llm_cache_refs WHERE namespace=%s", (namespace,))]
+            n = self._x("DELETE FROM llm_cache WHERE key = ANY(%s)", (keys,)) if keys else 0
+            self._x("DELETE FROM llm_cache_refs WHERE key = ANY(%s)", (keys,))
+        return n
+
+    def compact(self, namespace: str) -> int:
+        """VACUUM the tables that held the deleted rows, so their dead tuples are reclaimed (PostgreSQL keeps
+        them on their pages until then). Never inside a transaction. No index files: returns 0."""
+        if getattr(self._local, "conn", None) is None:
+            with self._pool.connection() as c:
+                c.execute("VACUUM observations, terms, events, relations, topics, event_history, llm_cache, steps")
+        return 0
+
+    def checkpoint(self) -> None:
+        """Nothing to do: compact has reclaimed the deleted rows; PostgreSQL's WAL is the server's own."""
+
+    def text_held(self, text: str) -> bool:
+        return bool(self._q("SELECT 1 FROM observations WHERE strpos(text, %s) > 0 LIMIT 1", (text,)))
+
+    def leak_scan(self, texts: list[str]) -> tuple[list[str], list[str]]:
+        """Where each text could still be: every text column of every table (SQL, through the server)."""
+        places = [("observations", "text"), ("events", "summary"), ("events", "history"),
+                  ("event_history", "summary"), ("llm_cache", "value"), ("topics", "label")]
+        found = [f"{table}.{col}: {t[:60]}" for t in texts for table, col in places
+                 if self._q(f"SELECT 1 FROM {table} WHERE strpos({col}, %s) > 0 LIMIT 1", (t,))]
+        return [f"postgresql:{table}.{col}" for table, col in places], found
+
+    def add_history(self, namespace: str, event_id: str, action: str, step: int | None,
+                    observation_ids: list[str], summary: str | None) -> None:
+        self._x("INSERT INTO event_history (namespace,event_id,at,action,step,observation_ids,summary) VALUES "
+                "(%s,%s,%s,%s,%s,%s,%s)", (namespace, event_id, utcnow(), action, step, json.dumps(observation_ids),
+                                           summary))
+
+    def redact_history(self, namespace: str, event_ids: list[str]) -> int:
+        return self._x("UPDATE event_history SET summary=NULL WHERE namespace=%s AND summary IS NOT NULL AND "
+                       "event_id = ANY(%s)", (namespace, list(dict.fromkeys(event_ids))))
+
+    def history(self, namespace: str, event_id: str) -> list[HistoryEntry]:
+        return [HistoryEntry(event_id=r[0], at=r[1], action=r[2], step=r[3], observation_ids=json.loads(r[4]),
+                             summary=r[5]) for r in self._q(
+            "SELECT event_id, at, action, step, observation_ids, summary FROM event_history WHERE namespace=%s AND "
+            "event_id=%s ORDER BY rowid", (namespace, event_id))]
+
+    # ------------------------------------------------------------------ export / import
+    def export_rows(self, namespace: str) -> Iterator[tuple[str, dict]]:
+        with self.snapshot():
+            out = []
+            for table, cols in EXPORT_TABLES.items():
+                key = "name" if table == "namespaces" else "namespace"
+                order = {"namespaces": "name", "steps": "step"}.get(table, "rowid")
+                for values in self._q(f"SELECT {cols} FROM {table} WHERE {key}=%s ORDER BY {order}", (namespace,)):
+                    out.append((table, {c: _portable(v) for c, v in zip(cols.split(","), values)}))
+        return iter(out)
+
+    def import_rows(self, rows: Iterable[tuple[str, dict]]) -> int:
+        n = 0
+        with self.transaction():
+            for table, row in rows:
+                if table not in EXPORT_TABLES:
+                    raise StoreError(f"unknown table '{table}' in import")
+                values = {c: (np.frombuffer(base64.b64decode(v["b64"]), np.float32) if isinstance(v, dict) and "b64" in v
+                              else v) for c, v in row.items()}
+                cols = list(values)
+                try:
+                    with self._conn() as c:
+                        with c.transaction():  # a savepoint: a refused row leaves a clear error, not an aborted txn
+                            c.execute(f"INSERT INTO {table} ({','.join(cols)}) VALUES ({','.join(['%s'] * len(cols))})",
+                                      [values[c2] for c2 in cols])
+                except self._psycopg.Error as exc:
+                    raise StoreError(f"import refused: {str(exc).strip().splitlines()[0]} (table {table})") from None
+                if table == "observations":
+                    vec = values.get("embedding")
+                    if vec is not None:
+                        self._ensure_dim(vec)
+                    counts, length = _terms(values["text"], values["meta"])
+                    self._x("UPDATE observations SET doc_len=%s WHERE namespace=%s AND id=%s",
+                            (length, values["namespace"], values["id"]))
+                    with self._conn() as c:
+                        c.cursor().executemany("INSERT INTO terms VALUES (%s,%s,%s,%s)",
+                                               [(values["namespace"], values["id"], t, k) for t, k in counts.items()])
+                    if values.get("speaker"):
+                        self._x("INSERT INTO speakers VALUES (%s,%s) ON CONFLICT DO NOTHING",
+                                (values["namespace"], values["speaker"]))
+                n += 1
+        return n
+
+    # ------------------------------------------------------------------ meta and cache
+    def get_meta(self, key: str) -> str | None:
+        rows = self._q("SELECT value FROM meta WHERE key=%s", (key,))
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._x("INSERT INTO meta VALUES (%s,%s) ON CONFLICT (key) DO UPDATE SET value=excluded.value", (key, value))
+
+    def meta_items(self, prefix: str) -> list[tuple[str, str]]:
+        return [(k, v) for k, v in self._q("SELECT key, value FROM meta WHERE left(key, %s) = %s ORDER BY key",
+                                           (len(prefix), prefix))]
+
+    def cache_get(self, key: str) -> str | None:
+        rows = self._q("SELECT value FROM llm_cache WHERE key=%s", (key,))
+        if rows:
+            self._ref(key)
+        return rows[0][0] if rows else None
+
+    def cache_put(self, key: str, value: str) -> None:
+        with self.transaction():
+            self._x("INSERT INTO llm_cache VALUES (%s,%s,%s) ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+                    (key, value, utcnow()))
+            self._ref(key)
+
+    def _ref(self, key: str) -> None:
+        namespace = cache_namespace.get()
+        if namespace is not None:
+            self._x("INSERT INTO llm_cache_refs VALUES (%s,%s) ON CONFLICT DO NOTHING", (key, namespace))
+
+
+def _np(value: Any) -> np.ndarray | None:
+    """A pgvector value as float32 numpy (None stays None)."""
+    if value is None:
+        return None
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, np.float32)
+
+
+def _portable(value: Any) -> Any:
+    """A column value as the SQLite store exports it: vectors as base64 float32."""
+    if value is not None and not isinstance(value, (str, int, float, bool)):
+        return {"b64": base64.b64encode(_np(value).tobytes()).decode()}
+    return value

@@ -1,0 +1,75 @@
+"""The PostgreSQL schema (pgvector), and its versioned migrations.
+
+The tables mirror SQLite's (store/sqlite_schema.py), with three differences: vectors are pgvector
+`vector` columns searched by pgvector (an HNSW index per kind is created once the dimension is known),
+the lexical index is a postings table (`terms`: one row per observation and analysed term, with its
+count) scored by the same BM25 formula FTS5 uses, and no vector log is needed because PostgreSQL keeps
+its own indexes transactional.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+MIGRATIONS: dict[int, str] = {1: """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS namespaces (name TEXT PRIMARY KEY, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS observations (
+  rowid BIGSERIAL UNIQUE,
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  id TEXT NOT NULL, step INTEGER NOT NULL, seq INTEGER NOT NULL, speaker TEXT, text TEXT NOT NULL,
+  time TEXT, date TEXT, meta TEXT NOT NULL, ingested_at TEXT NOT NULL, embedding vector, event TEXT,
+  doc_len INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (namespace, id));
+CREATE INDEX IF NOT EXISTS obs_step ON observations(namespace, step, seq);
+CREATE INDEX IF NOT EXISTS obs_event ON observations(namespace, event);
+CREATE TABLE IF NOT EXISTS terms (
+  namespace TEXT NOT NULL, obs_id TEXT NOT NULL, term TEXT NOT NULL, tf INTEGER NOT NULL,
+  PRIMARY KEY (namespace, term, obs_id),
+  FOREIGN KEY (namespace, obs_id) REFERENCES observations(namespace, id) ON DELETE CASCADE);
+CREATE INDEX IF NOT EXISTS terms_obs ON terms(namespace, obs_id);
+CREATE TABLE IF NOT EXISTS speakers (
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  name TEXT NOT NULL, PRIMARY KEY (namespace, name));
+CREATE TABLE IF NOT EXISTS steps (
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  step INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (namespace, step));
+CREATE TABLE IF NOT EXISTS events (
+  rowid BIGSERIAL UNIQUE,
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  id TEXT NOT NULL, step INTEGER NOT NULL, summary TEXT NOT NULL, participants TEXT NOT NULL,
+  time TEXT NOT NULL, observation_ids TEXT NOT NULL, topic_id TEXT, history TEXT NOT NULL,
+  embedding vector NOT NULL, PRIMARY KEY (namespace, id));
+CREATE INDEX IF NOT EXISTS event_topic ON events(namespace, topic_id);
+CREATE TABLE IF NOT EXISTS relations (
+  rowid BIGSERIAL UNIQUE,
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  id TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL, type TEXT NOT NULL,
+  evidence TEXT NOT NULL, origin TEXT NOT NULL, confidence DOUBLE PRECISION NOT NULL, step INTEGER NOT NULL,
+  PRIMARY KEY (namespace, id),
+  FOREIGN KEY (namespace, source) REFERENCES events(namespace, id) ON DELETE CASCADE,
+  FOREIGN KEY (namespace, target) REFERENCES events(namespace, id) ON DELETE CASCADE);
+CREATE INDEX IF NOT EXISTS rel_source ON relations(namespace, source);
+CREATE INDEX IF NOT EXISTS rel_target ON relations(namespace, target);
+CREATE TABLE IF NOT EXISTS topics (
+  rowid BIGSERIAL UNIQUE,
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  id TEXT NOT NULL, label TEXT NOT NULL, size INTEGER NOT NULL, centroid vector NOT NULL,
+  PRIMARY KEY (namespace, id));
+CREATE TABLE IF NOT EXISTS event_history (
+  rowid BIGSERIAL PRIMARY KEY,
+  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
+  event_id TEXT NOT NULL, at TEXT NOT NULL, action TEXT NOT NULL, step INTEGER, observation_ids TEXT NOT NULL,
+  summary TEXT);
+CREATE INDEX IF NOT EXISTS event_history_event ON event_history(namespace, event_id);
+CREATE TABLE IF NOT EXISTS llm_cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS llm_cache_refs (key TEXT NOT NULL, namespace TEXT NOT NULL, PRIMARY KEY (namespace, key));
+"""}
+
+
+def hnsw_indexes(dim: int) -> list[str]:
+    """pgvector HNSW (cosine) indexes for each vector kind, once the embedder's dimension is known; queries
+    cast to vector(dim) so the planner can use them."""
+    return [f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (({col}::vector({dim})) vector_cosine_ops)"
+            for table, col in (("observations", "embedding"), ("events", "embedding"), ("topics", "centroid"))]

@@ -1,0 +1,60 @@
+"""What every backend shares: the column lists, rows → models, and the per-kind protocol calls expressed
+through a backend's own `_table_matrix` and `_search`. Both stores select the same columns in the same
+order, so one converter serves both."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from ..models import Event, EventTime, Observation, Relation, trusted
+
+OBS_COLS = "namespace,id,step,seq,speaker,text,time,date,meta,ingested_at"
+EVENT_COLS = "namespace,id,step,summary,participants,time,observation_ids,topic_id,history"
+REL_COLS = "namespace,id,source,target,type,evidence,origin,confidence,step"
+KINDS = {"observations": ("observations", "embedding"), "events": ("events", "embedding"),
+         "topics": ("topics", "centroid")}
+
+
+def observation(r: tuple) -> Observation:
+    return trusted(Observation, {"id": r[1], "namespace": r[0], "step": r[2], "seq": r[3], "speaker": r[4],
+                                 "text": r[5], "time": r[6], "date": r[7],
+                                 "meta": json.loads(r[8]) if r[8] != "{}" else {}, "ingested_at": r[9]})
+
+
+def event(r: tuple) -> Event:
+    t = json.loads(r[5])
+    return trusted(Event, {"id": r[1], "namespace": r[0], "step": r[2], "summary": r[3],
+                           "participants": json.loads(r[4]),
+                           "time": trusted(EventTime, {f: t.get(f) for f in EventTime.model_fields}),
+                           "observation_ids": json.loads(r[6]), "topic_id": r[7], "history": json.loads(r[8])})
+
+
+def relation(r: tuple) -> Relation:
+    return Relation(namespace=r[0], id=r[1], source=r[2], target=r[3], type=r[4], evidence=json.loads(r[5]),
+                    origin=r[6], confidence=r[7], step=r[8])
+
+
+class KindCalls:
+    """The protocol's per-kind calls, for a backend that defines _table_matrix and _search."""
+
+    def event_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
+        """Every event's vector: re-clustering reads it (on a geometric schedule); search never does."""
+        return self._table_matrix(namespace, "events")
+
+    def observation_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
+        return self._table_matrix(namespace, "observations")
+
+    def topic_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
+        return self._table_matrix(namespace, "topics")
+
+    def search_events(self, namespace: str, query: np.ndarray, k: int, exact: bool = True) -> list[tuple[str, float]]:
+        return self._search(namespace, "events", query, k, exact)
+
+    def search_observations(self, namespace: str, query: np.ndarray, k: int,
+                            exact: bool = True) -> list[tuple[str, float]]:
+        return self._search(namespace, "observations", query, k, exact)
+
+    def search_topics(self, namespace: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        return self._search(namespace, "topics", query, k)
