@@ -114,3 +114,26 @@ def test_busy_database_is_one_clear_error_and_writes_nothing(tmp_path):
         with pytest.raises(StoreError, match="is busy: another writer held it"):
             waiter.add(obs, namespace="w", step=1, world_time=when)
     assert waiter.namespaces() == []
+
+
+def test_two_processes_adding_the_same_steps_write_each_once(db_factory):
+    """Two ingests of the same conversation racing on one database (each backend): every step is there
+    once, and the memory equals one ingest alone."""
+    db, alone = db_factory(), db_factory()
+    Memory(db, embedder="hash").close()
+    ctx = mp.get_context("spawn")
+    errors = ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(db, "shared", errors)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+    problems = []
+    while not errors.empty():
+        problems.append(errors.get())
+    assert not problems, problems
+    _writer(alone, "shared", errors)
+    assert _snapshot(db) == _snapshot(alone)
+    with Memory(db, embedder="hash") as mem:
+        steps = [r.step for r in mem.store.steps("shared")]
+        assert steps == sorted(set(steps)) == list(range(1, len(_steps("shared")) + 1))

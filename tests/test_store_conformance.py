@@ -161,3 +161,25 @@ def test_bad_path_and_corrupt_file(tmp_path):
     bad.write_bytes(b"this is not a database" * 100)
     with pytest.raises(StoreError, match="cannot open"):
         SQLiteStore(bad)
+
+
+def test_bm25_is_the_same_on_every_backend(tmp_path, pg_url):
+    """PostgreSQL's SQL BM25 reproduces SQLite's FTS5 bm25(): same hits, same order, same scores."""
+    from compassmem.store.postgres import PostgresStore
+
+    words = "garden tomatoes bicycle marathon piano recipe beagle puppy concert museum lake kayak".split()
+    rng = np.random.default_rng(5)
+    obs = [Observation(id=f"o{i}", namespace="a", step=1, seq=i, speaker="X",
+                       text=" ".join(rng.choice(words, size=int(rng.integers(3, 12))))) for i in range(200)]
+    stores = [SQLiteStore(tmp_path / "bm25.db"), PostgresStore(pg_url)]
+    try:
+        for s in stores:
+            s.ensure_namespace("a")
+            s.add_observations(obs)
+        for query in ("beagle puppy", "marathon in the garden", "kayak lake museum concert", "piano"):
+            lite, pg = (s.lexical_search("a", query, 20) for s in stores)
+            assert [h[0] for h in lite] == [h[0] for h in pg] and lite
+            assert np.allclose([h[1] for h in lite], [h[1] for h in pg], rtol=1e-6)
+    finally:
+        for s in stores:
+            s.close()

@@ -39,6 +39,7 @@ class BenchConfig:
     settings: Settings = field(default_factory=Settings)
     turns_k: int = 10
     full_context_tokens: int = 32_000
+    db: str | None = None  # the main memory's database (e.g. a postgresql:// URL); default: a file in `out`
 
     def validate(self) -> None:
         unknown = [m for m in self.methods if m.partition(":")[0] not in ALL_METHODS
@@ -46,6 +47,8 @@ class BenchConfig:
                                      or not m.partition(":")[2].isdigit()))]
         if unknown:
             raise ConfigError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(ALL_METHODS)}")
+        if self.db and "chunks100" in self.methods:
+            raise ConfigError("chunks100 builds a second memory and cannot share --db; leave it out of --methods")
         if self.dataset not in ("locomo", "narrativeqa"):
             raise ConfigError(f"unknown benchmark dataset '{self.dataset}'")
 
@@ -98,7 +101,8 @@ def prepare(cfg: BenchConfig, progress: Progress | None = None) -> tuple[Dataset
 
 
 def _memory(cfg: BenchConfig, db: str, settings: Settings) -> Memory:
-    return Memory(cfg.out / db, llm=cfg.llm, embedder=cfg.embedder, settings=settings, base_url=cfg.base_url,
+    target = cfg.db if cfg.db and db == "memory-events.db" else cfg.out / db
+    return Memory(target, llm=cfg.llm, embedder=cfg.embedder, settings=settings, base_url=cfg.base_url,
                   api_key=cfg.api_key)
 
 

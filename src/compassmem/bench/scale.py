@@ -102,11 +102,11 @@ def ingest_direct(n_events: int, db: Path, embedder: str, per_event: int = 2, ba
 
     from ..embed import make_embedder
     from ..models import Event, EventTime, Observation, Relation, Topic
-    from ..store import SQLiteStore
+    from ..store import open_store
 
     rng = random.Random(seed)
     emb = make_embedder(embedder)
-    store = SQLiteStore(db)
+    store = open_store(db)
     store.set_meta("embedder", embedder)
     store.ensure_namespace(NAMESPACE)
     t0 = time.perf_counter()
@@ -170,7 +170,18 @@ def measure_queries(db: Path, embedder: str, queries: int) -> dict:
     mem.close()
     return {"first_ask_s": round(first_s, 3), "query_p50_s": round(percentile(asks, 0.5), 4),
             "query_p95_s": round(percentile(asks, 0.95), 4), "search_p50_s": round(percentile(searches, 0.5), 4),
-            "query_peak_rss_mb": peak_rss_mb(), "db_mb": round(db.stat().st_size / 2**20, 1)}
+            "query_peak_rss_mb": peak_rss_mb(), "db_mb": _size_mb(db)}
+
+
+def _size_mb(db: Path | str) -> float:
+    if str(db).startswith("postgresql://"):
+        from ..store import open_store
+
+        store = open_store(str(db))
+        mb = store._q("SELECT pg_database_size(current_database())")[0][0] / 2**20
+        store.close()
+        return round(mb, 1)
+    return round(Path(db).stat().st_size / 2**20, 1)
 
 
 def measure_primitives(db: Path, embedder: str, queries: int, k: int = 10, k_search: int = 100) -> dict:
@@ -181,11 +192,11 @@ def measure_primitives(db: Path, embedder: str, queries: int, k: int = 10, k_sea
     import numpy as np
 
     from ..embed import make_embedder
-    from ..store import SQLiteStore
+    from ..store import open_store
     from .metrics import percentile
 
     emb = make_embedder(embedder)
-    store = SQLiteStore(db)
+    store = open_store(str(db))
     qs = questions(queries)
     qv = emb.embed(qs)
     store.search_observations(NAMESPACE, qv[0], k)  # open the index
@@ -235,17 +246,21 @@ PHASES = ("ingest", "queries", "primitives", "cold")
 
 
 def run_scale(sizes: list[int], out: Path, embedder: str = "hash", turns_per_step: int = 100, queries: int = 20,
-              direct_above: int = 100_000, log=print, keep_db: bool = False) -> list[dict]:
+              direct_above: int = 100_000, log=print, keep_db: bool = False, pg: str | None = None) -> list[dict]:
     """Each phase of each size in its own subprocess; every finished phase lands in out/scale.json at
-    once, and a rerun skips what is already measured with the same embedder and step size (drop a
-    phase from a row's "done" list to measure it again on a database kept with keep_db)."""
+    once, and a rerun skips what is already measured with the same embedder, step size and backend (drop
+    a phase from a row's "done" list to measure it again on a database kept with keep_db). `pg`: a
+    PostgreSQL server URL; each size then gets its own database `scale_<n>` there."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "scale.json"
+    backend = "postgres" if pg else "sqlite"
     results = {r["target_events"]: r for r in (json.loads(path.read_text()) if path.is_file() else [])
-               if r.get("embedder") == embedder and r.get("turns_per_step") == turns_per_step}
+               if r.get("embedder") == embedder and r.get("turns_per_step") == turns_per_step
+               and r.get("backend", "sqlite") == backend}
     for n in sizes:
-        row = results.setdefault(n, {"target_events": n, "embedder": embedder, "turns_per_step": turns_per_step})
-        db = out / f"scale-{n}.db"
+        row = results.setdefault(n, {"target_events": n, "embedder": embedder, "turns_per_step": turns_per_step,
+                                     "backend": backend})
+        db = _pg_database(pg, n) if pg else out / f"scale-{n}.db"
         if all(p in row.get("done", []) for p in PHASES):
             log(f"scale: {n} events already measured, kept")
             continue
@@ -253,7 +268,7 @@ def run_scale(sizes: list[int], out: Path, embedder: str = "hash", turns_per_ste
             if phase in row.get("done", []):
                 continue
             if phase == "ingest":
-                _remove(out, n)
+                _remove(out, n, pg)
             log(f"scale: {n} events, {phase} …")
             args = [sys.executable, "-m", "compassmem.bench.scale", phase, str(n), str(db), embedder,
                     str(turns_per_step), str(queries), str(direct_above)]
@@ -269,12 +284,25 @@ def run_scale(sizes: list[int], out: Path, embedder: str = "hash", turns_per_ste
             if prim:
                 row[f"query_over_{name}"] = round(row["query_p50_s"] / prim, 1)
         if not keep_db:
-            _remove(out, n)  # every phase is measured: the database (GBs at 1 M) is not needed again
+            _remove(out, n, pg)  # every phase is measured: the database (GBs at 1 M) is not needed again
         path.write_text(json.dumps(sorted(results.values(), key=lambda r: r["target_events"]), indent=2))
     return sorted(results.values(), key=lambda r: r["target_events"])
 
 
-def _remove(out: Path, n: int) -> None:
+def _pg_database(server: str, n: int) -> str:
+    """The URL of database scale_<n> on the server `server` points at (the database part replaced)."""
+    base, _, query = server.partition("?")
+    return f"{base.rsplit('/', 1)[0]}/scale_{n}" + (f"?{query}" if query else "")
+
+
+def _remove(out: Path, n: int, pg: str | None = None) -> None:
+    if pg:  # a fresh database for this size
+        import psycopg
+
+        with psycopg.connect(pg, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS scale_{n}")
+            conn.execute(f"CREATE DATABASE scale_{n}")
+        return
     for p in out.glob(f"scale-{n}.db*"):
         if p.is_dir():
             shutil.rmtree(p)
@@ -294,4 +322,5 @@ def _phase(phase: str, n: int, db: Path, embedder: str, turns: int, queries: int
 
 if __name__ == "__main__":
     phase, n, db, emb, turns, queries, direct_above = sys.argv[1:8]
-    print(json.dumps(_phase(phase, int(n), Path(db), emb, int(turns), int(queries), int(direct_above))))
+    target = db if db.startswith("postgresql://") else Path(db)
+    print(json.dumps(_phase(phase, int(n), target, emb, int(turns), int(queries), int(direct_above))))

@@ -29,7 +29,7 @@ def _split(text: str | None) -> list[str] | None:
 
 def _run(dataset: str, data: Path, out: Path, samples: str | None, sessions: str | None, methods: str | None,
          llm: str, embedder: str, limit: int | None, limit_docs: int | None, config: Path | None,
-         base_url: str | None, api_key: str | None, turns_k: int, top_k: int | None) -> None:
+         base_url: str | None, api_key: str | None, turns_k: int, top_k: int | None, db: str | None = None) -> None:
     from ..bench.methods import ALL_METHODS
     from ..bench.report import write_reports
     from ..bench.runner import BenchConfig, run_benchmark
@@ -39,7 +39,7 @@ def _run(dataset: str, data: Path, out: Path, samples: str | None, sessions: str
     cfg = BenchConfig(dataset=dataset, data=data, out=out, methods=_split(methods) or list(ALL_METHODS),
                       samples=_split(samples), sessions=parse_range(sessions), limit=limit, limit_docs=limit_docs,
                       llm=llm, embedder=embedder, base_url=base_url, api_key=api_key,
-                      settings=Settings.load(config, **overrides), turns_k=turns_k)
+                      settings=Settings.load(config, **overrides), turns_k=turns_k, db=db)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err) as bar:
         tasks: dict[str, int] = {}
@@ -74,10 +74,12 @@ def locomo(data: Path = DataOpt, out: Path = OutOpt,
            config: Optional[Path] = typer.Option(None, "--config"),
            base_url: Optional[str] = typer.Option(None, "--base-url"), api_key: Optional[str] = typer.Option(None, "--api-key"),
            turns_k: int = typer.Option(10, "--turns-k", help="k of the dense/BM25 turn baselines."),
-           top_k: Optional[int] = typer.Option(None, "--top-k", help="CompassMem k (default 5).")) -> None:
+           top_k: Optional[int] = typer.Option(None, "--top-k", help="CompassMem k (default 5)."),
+           db: Optional[str] = typer.Option(None, "--db", help="The memory's database instead of a file in --out, "
+                                            "e.g. a postgresql:// URL (not with chunks100).")) -> None:
     """LoCoMo: categories 1-4 (5 excluded), F1, BLEU-1, evidence recall, cost."""
     _run("locomo", data, out, samples, sessions, methods, llm, embedder, limit, None, config, base_url, api_key,
-         turns_k, top_k)
+         turns_k, top_k, db)
 
 
 @bench_app.command()
@@ -103,7 +105,9 @@ def scale(out: Path = OutOpt, sizes: str = typer.Option("1000,10000", "--sizes",
           turns_per_step: int = typer.Option(100, "--turns-per-step"),
           direct_above: int = typer.Option(100_000, "--direct-above", help="Larger sizes are written through the "
                                            "store API instead of the construction pipeline."),
-          keep_db: bool = typer.Option(False, "--keep-db", help="Keep each size's database (to re-measure a phase).")) -> None:
+          keep_db: bool = typer.Option(False, "--keep-db", help="Keep each size's database (to re-measure a phase)."),
+          pg: Optional[str] = typer.Option(None, "--pg", help="A PostgreSQL server URL: measure the PostgreSQL store "
+                                           "(one database scale_<n> per size) instead of SQLite.")) -> None:
     """Synthetic memories of growing size: ingest throughput, query latency p50/p95, peak memory, a cold
     `ask` process, and the exact-scan / ANN / BM25 primitives measured in the same run (resumable)."""
     from ..bench.scale import run_scale
@@ -114,7 +118,7 @@ def scale(out: Path = OutOpt, sizes: str = typer.Option("1000,10000", "--sizes",
     except ValueError:
         raise ConfigError(f"bad --sizes '{sizes}': expected comma-separated integers") from None
     run_scale(ns, out, embedder, turns_per_step, queries, direct_above,
-              log=lambda s: err.print(f"[dim]{escape(s)}[/]"), keep_db=keep_db)
+              log=lambda s: err.print(f"[dim]{escape(s)}[/]"), keep_db=keep_db, pg=pg)
     console.print(f"[green]✓[/] {escape(str(out))}/scale.json")
 
 
