@@ -54,16 +54,8 @@ def _snapshot(db: str) -> dict:
         return out
 
 
-@pytest.mark.slow
-def test_four_writers_and_four_readers_lose_nothing(db_factory):
-    """On each backend: 4 writer and 4 reader processes on one database equal a sequential build."""
-    db = db_factory()
-    Memory(db, embedder="hash").close()  # the file exists before the processes race to create it
-    ctx = mp.get_context("spawn")
-    errors = ctx.Queue()
-    names = [f"agent-{i}" for i in range(4)]
-    procs = [ctx.Process(target=_writer, args=(db, ns, errors)) for ns in names]
-    procs += [ctx.Process(target=_reader, args=(db, ns, errors)) for ns in names]
+def _run_all(procs: list, errors) -> None:
+    """Start the processes, wait for them, and fail with whatever they reported."""
     for p in procs:
         p.start()
     for p in procs:
@@ -73,6 +65,18 @@ def test_four_writers_and_four_readers_lose_nothing(db_factory):
         problems.append(errors.get())
     assert not problems, problems
     assert all(p.exitcode == 0 for p in procs)
+
+
+@pytest.mark.slow
+def test_four_writers_and_four_readers_lose_nothing(db_factory):
+    """On each backend: 4 writer and 4 reader processes on one database equal a sequential build."""
+    db = db_factory()
+    Memory(db, embedder="hash").close()  # the file exists before the processes race to create it
+    ctx = mp.get_context("spawn")
+    errors = ctx.Queue()
+    names = [f"agent-{i}" for i in range(4)]
+    _run_all([ctx.Process(target=_writer, args=(db, ns, errors)) for ns in names]
+             + [ctx.Process(target=_reader, args=(db, ns, errors)) for ns in names], errors)
 
     sequential = db_factory()
     for ns in names:
@@ -123,15 +127,7 @@ def test_two_processes_adding_the_same_steps_write_each_once(db_factory):
     Memory(db, embedder="hash").close()
     ctx = mp.get_context("spawn")
     errors = ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(db, "shared", errors)) for _ in range(2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(timeout=300)
-    problems = []
-    while not errors.empty():
-        problems.append(errors.get())
-    assert not problems, problems
+    _run_all([ctx.Process(target=_writer, args=(db, "shared", errors)) for _ in range(2)], errors)
     _writer(alone, "shared", errors)
     assert _snapshot(db) == _snapshot(alone)
     with Memory(db, embedder="hash") as mem:
