@@ -160,7 +160,7 @@ class Memory:
         entries = self.store.history(namespace, event_id) if isinstance(event_id, str) else []
         if not entries:
             raise InputError(f"no history for event '{event_id}' in namespace '{namespace}' (compassmem list "
-                             "shows the ids; events built before CompassMem 0.4 have none)")
+                             "shows the ids; events built before the history table (schema v3) have none)")
         return entries
 
     # ------------------------------------------------------------------ export / import
