@@ -1,0 +1,148 @@
+"""The PostgreSQL store's editing, history and export/import (Memory.delete / update / history, filters,
+receipts). A mixin of PostgresStore (store/postgres.py), which owns the pool and the transactions."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from ..errors import StoreError
+from ..models import Filters, HistoryEntry, Observation, Relation, utcnow
+from . import rows as records
+from .rows import OBS_COLS as _OBS_COLS, REL_COLS
+from .postgres_values import EXPORT_TABLES, _portable, _terms
+
+
+class PostgresEditing:
+    """Needs from its host: _q, _x, _conn, _pool, _local, _psycopg, transaction, snapshot, _ensure_dim."""
+
+    # ------------------------------------------------------------------ editing
+    def delete_observations(self, namespace: str, ids: list[str]) -> list[Observation]:
+        with self.transaction():
+            rows = self._q(f"DELETE FROM observations WHERE namespace=%s AND id = ANY(%s) RETURNING {_OBS_COLS}",
+                           (namespace, list(dict.fromkeys(ids))))
+            self._x("DELETE FROM speakers s WHERE namespace=%s AND NOT EXISTS (SELECT 1 FROM observations o WHERE "
+                    "o.namespace = s.namespace AND o.speaker = s.name)", (namespace,))
+        return sorted((records.observation(r) for r in rows), key=lambda o: (o.step, o.seq))
+
+    def delete_events(self, namespace: str, ids: list[str]) -> int:
+        with self.transaction():
+            before = self._q("SELECT COUNT(*) FROM relations WHERE namespace=%s", (namespace,))[0][0]
+            self._x("DELETE FROM events WHERE namespace=%s AND id = ANY(%s)", (namespace, list(dict.fromkeys(ids))))
+            return before - self._q("SELECT COUNT(*) FROM relations WHERE namespace=%s", (namespace,))[0][0]
+
+    def relations_citing(self, namespace: str, observation_ids: list[str]) -> list[Relation]:
+        return [records.relation(r) for r in self._q(
+            f"SELECT {REL_COLS} FROM relations WHERE namespace=%s AND EXISTS (SELECT 1 FROM "
+            "json_array_elements_text(evidence::json) v WHERE v = ANY(%s)) ORDER BY rowid",
+            (namespace, list(dict.fromkeys(observation_ids))))]
+
+    def filter_observations(self, namespace: str, filters: Filters) -> list[str]:
+        where, args = ["o.namespace=%s"], [namespace]
+        day = "COALESCE(o.date, e.time::json->>'date')"
+        if filters.since:
+            where.append(f"{day} >= %s")
+            args.append(filters.since)
+        if filters.until:
+            where.append(f"{day} <= %s")
+            args.append(filters.until)
+        if filters.speaker:
+            where.append("o.speaker = ANY(%s)")
+            args.append(list(filters.speaker))
+        for key, value in filters.meta.items():
+            where.append("(o.meta::jsonb ->> %s) = %s")
+            args += [key, value]
+        return [r[0] for r in self._q(
+            "SELECT o.id FROM observations o LEFT JOIN events e ON e.namespace=o.namespace AND e.id=o.event "
+            f"WHERE {' AND '.join(where)} ORDER BY o.step, o.seq", args)]
+
+    def drop_cache(self, namespace: str) -> int:
+        with self.transaction():
+            keys = [r[0] for r in self._q("SELECT key FROM llm_cache_refs WHERE namespace=%s", (namespace,))]
+            n = self._x("DELETE FROM llm_cache WHERE key = ANY(%s)", (keys,)) if keys else 0
+            self._x("DELETE FROM llm_cache_refs WHERE key = ANY(%s)", (keys,))
+        return n
+
+    def compact(self, namespace: str) -> int:
+        """VACUUM the tables that held the deleted rows, so their dead tuples are reclaimed (PostgreSQL keeps
+        them on their pages until then). Never inside a transaction. No index files: returns 0."""
+        if getattr(self._local, "conn", None) is None:
+            with self._pool.connection() as c:
+                c.execute("VACUUM observations, terms, events, relations, topics, event_history, llm_cache, steps")
+        return 0
+
+    def checkpoint(self) -> None:
+        """Nothing to do: compact has reclaimed the deleted rows; PostgreSQL's WAL is the server's own."""
+
+    def text_held(self, text: str) -> bool:
+        return bool(self._q("SELECT 1 FROM observations WHERE strpos(text, %s) > 0 LIMIT 1", (text,)))
+
+    def leak_scan(self, texts: list[str]) -> tuple[list[str], list[str]]:
+        """Where each text could still be: every text column of every table (SQL, through the server)."""
+        places = [("observations", "text"), ("events", "summary"), ("events", "history"),
+                  ("event_history", "summary"), ("llm_cache", "value"), ("topics", "label")]
+        found = [f"{table}.{col}: {t[:60]}" for t in texts for table, col in places
+                 if self._q(f"SELECT 1 FROM {table} WHERE strpos({col}, %s) > 0 LIMIT 1", (t,))]
+        return [f"postgresql:{table}.{col}" for table, col in places], found
+
+    def add_history(self, namespace: str, event_id: str, action: str, step: int | None,
+                    observation_ids: list[str], summary: str | None) -> None:
+        self._x("INSERT INTO event_history (namespace,event_id,at,action,step,observation_ids,summary) VALUES "
+                "(%s,%s,%s,%s,%s,%s,%s)", (namespace, event_id, utcnow(), action, step, json.dumps(observation_ids),
+                                           summary))
+
+    def redact_history(self, namespace: str, event_ids: list[str]) -> int:
+        return self._x("UPDATE event_history SET summary=NULL WHERE namespace=%s AND summary IS NOT NULL AND "
+                       "event_id = ANY(%s)", (namespace, list(dict.fromkeys(event_ids))))
+
+    def history(self, namespace: str, event_id: str) -> list[HistoryEntry]:
+        return [HistoryEntry(event_id=r[0], at=r[1], action=r[2], step=r[3], observation_ids=json.loads(r[4]),
+                             summary=r[5]) for r in self._q(
+            "SELECT event_id, at, action, step, observation_ids, summary FROM event_history WHERE namespace=%s AND "
+            "event_id=%s ORDER BY rowid", (namespace, event_id))]
+
+    # ------------------------------------------------------------------ export / import
+    def export_rows(self, namespace: str) -> Iterator[tuple[str, dict]]:
+        with self.snapshot():
+            out = []
+            for table, cols in EXPORT_TABLES.items():
+                key = "name" if table == "namespaces" else "namespace"
+                order = {"namespaces": "name", "steps": "step"}.get(table, "rowid")
+                for values in self._q(f"SELECT {cols} FROM {table} WHERE {key}=%s ORDER BY {order}", (namespace,)):
+                    out.append((table, {c: _portable(v) for c, v in zip(cols.split(","), values)}))
+        return iter(out)
+
+    def import_rows(self, rows: Iterable[tuple[str, dict]]) -> int:
+        n = 0
+        with self.transaction():
+            for table, row in rows:
+                if table not in EXPORT_TABLES:
+                    raise StoreError(f"unknown table '{table}' in import")
+                values = {c: (np.frombuffer(base64.b64decode(v["b64"]), np.float32) if isinstance(v, dict) and "b64" in v
+                              else v) for c, v in row.items()}
+                cols = list(values)
+                try:
+                    with self._conn() as c:
+                        with c.transaction():  # a savepoint: a refused row leaves a clear error, not an aborted txn
+                            c.execute(f"INSERT INTO {table} ({','.join(cols)}) VALUES ({','.join(['%s'] * len(cols))})",
+                                      [values[c2] for c2 in cols])
+                except self._psycopg.Error as exc:
+                    raise StoreError(f"import refused: {str(exc).strip().splitlines()[0]} (table {table})") from None
+                if table == "observations":
+                    vec = values.get("embedding")
+                    if vec is not None:
+                        self._ensure_dim(vec)
+                    counts, length = _terms(values["text"], values["meta"])
+                    self._x("UPDATE observations SET doc_len=%s WHERE namespace=%s AND id=%s",
+                            (length, values["namespace"], values["id"]))
+                    with self._conn() as c:
+                        c.cursor().executemany("INSERT INTO terms VALUES (%s,%s,%s,%s)",
+                                               [(values["namespace"], values["id"], t, k) for t, k in counts.items()])
+                    if values.get("speaker"):
+                        self._x("INSERT INTO speakers VALUES (%s,%s) ON CONFLICT DO NOTHING",
+                                (values["namespace"], values["speaker"]))
+                n += 1
+        return n

@@ -1,0 +1,39 @@
+"""Values as the PostgreSQL store keeps them: an observation's postings, pgvector values as numpy, and
+the export's column lists (the SQLite store's, so an export moves between backends)."""
+
+from __future__ import annotations
+
+import base64
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from .rows import EVENT_COLS as _EVENT_COLS, OBS_COLS as _OBS_COLS, REL_COLS
+from .sqlite_schema import observation_terms
+
+EXPORT_TABLES = {  # the SQLite store's export columns, so an export moves between backends
+    "namespaces": "name,created_at", "observations": _OBS_COLS + ",embedding,event",
+    "steps": "namespace,step,record", "events": _EVENT_COLS + ",embedding",
+    "relations": REL_COLS,
+    "topics": "namespace,id,label,size,centroid",
+    "event_history": "namespace,event_id,at,action,step,observation_ids,summary"}
+
+
+def _terms(text: str, meta: str) -> tuple[Counter, int]:
+    tokens = observation_terms(text, meta).split()
+    return Counter(tokens), len(tokens)
+
+
+def _np(value: Any) -> np.ndarray | None:
+    """A pgvector value as float32 numpy (None stays None)."""
+    if value is None:
+        return None
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, np.float32)
+
+
+def _portable(value: Any) -> Any:
+    """A column value as the SQLite store exports it: vectors as base64 float32."""
+    if value is not None and not isinstance(value, (str, int, float, bool)):
+        return {"b64": base64.b64encode(_np(value).tobytes()).decode()}
+    return value
