@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -27,6 +28,7 @@ from .postgres_edit import PostgresEditing
 from .postgres_schema import MIGRATIONS, SCHEMA_VERSION, hnsw_indexes
 from .postgres_values import _np, _terms
 
+EXACT_BELOW = 20_000  # rows per namespace and kind under which a search scans exactly (IndexPolicy.ann_min_rows)
 _WRITE_LOCK = 0x436F6D70  # one advisory lock for all writers: steps never interleave (as in SQLite)
 class PostgresStore(PostgresEditing, KindCalls):
     """Thread-safe: each thread's transaction or snapshot holds one pooled connection."""
@@ -49,6 +51,7 @@ class PostgresStore(PostgresEditing, KindCalls):
         except psycopg.Error as exc:
             raise StoreError(f"cannot open PostgreSQL database: {str(exc).strip().splitlines()[0]}") from None
         self._local = threading.local()
+        self._counts: dict[tuple[str, str], tuple[int, float]] = {}
         self._dim: int | None = int(self.get_meta("vector_dim") or 0) or None
 
     # ------------------------------------------------------------------ schema
@@ -297,6 +300,7 @@ class PostgresStore(PostgresEditing, KindCalls):
         if k <= 0 or self._dim is None or len(query) != self._dim:
             return []
         table, col = _KINDS[kind]
+        exact = exact or self._rows_in(namespace, table) < EXACT_BELOW  # as SQLite: no ANN for small namespaces
         want = max(2 * k, k + 16)
         cast = f"{col}::vector({self._dim})"
         sql = (f"SELECT id, {col} FROM {table} WHERE namespace=%s AND {col} IS NOT NULL "
@@ -318,6 +322,14 @@ class PostgresStore(PostgresEditing, KindCalls):
         sims = dots(self._matrix_of([r[1] for r in rows]), l2_normalise(q))
         order = np.lexsort((np.arange(len(rows)), -sims))
         return [(rows[i][0], float(sims[i])) for i in order[:k]]
+
+    def _rows_in(self, namespace: str, table: str) -> int:
+        """A namespace's row count in a table, remembered for a few seconds (it only decides exact vs ANN)."""
+        key, now = (namespace, table), time.monotonic()
+        cached = self._counts.get(key)
+        if cached is None or now - cached[1] > 30:
+            cached = self._counts[key] = (self._q(f"SELECT COUNT(*) FROM {table} WHERE namespace=%s", (namespace,))[0][0], now)
+        return cached[0]
 
     def lexical_search(self, namespace: str, text: str, k: int) -> list[tuple[str, float]]:
         """BM25 with FTS5's formula and parameters (k1 1.2, b 0.75, idf floored at 1e-6), over the postings."""
