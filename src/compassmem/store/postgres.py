@@ -92,8 +92,9 @@ class PostgresStore(PostgresEditing, KindCalls):
             yield conn
 
     def _q(self, sql: str, args: tuple | list = ()) -> list[tuple]:
+        """Rows in binary format: pgvector's text parsing was 60 % of an ask."""
         with self._conn() as c:
-            return c.execute(sql, args).fetchall()
+            return c.execute(sql, args, binary=True).fetchall()
 
     def _x(self, sql: str, args: tuple | list = ()) -> int:
         with self._conn() as c:
@@ -311,10 +312,10 @@ class PostgresStore(PostgresEditing, KindCalls):
                 c.execute("SET LOCAL hnsw.ef_search = %s" % max(40, min(1000, 2 * want)))
                 if exact:
                     c.execute("SET LOCAL enable_indexscan = off")
-                rows = c.execute(sql, (namespace, q, want)).fetchall()
+                rows = c.execute(sql, (namespace, q, want), binary=True).fetchall()
                 if not exact and len(rows) < min(k, want):  # a filtered HNSW walk can come back short
                     c.execute("SET LOCAL enable_indexscan = off")
-                    rows = c.execute(sql, (namespace, q, want)).fetchall()
+                    rows = c.execute(sql, (namespace, q, want), binary=True).fetchall()
                 c.execute("SET LOCAL enable_indexscan TO DEFAULT")
                 c.execute("SET LOCAL hnsw.ef_search TO DEFAULT")
         if not rows:
