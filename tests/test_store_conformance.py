@@ -183,3 +183,29 @@ def test_bm25_is_the_same_on_every_backend(tmp_path, pg_url):
     finally:
         for s in stores:
             s.close()
+
+
+def test_postgres_builds_hnsw_once_a_namespace_is_large_and_still_finds_the_nearest(pg_url, monkeypatch):
+    """Below EXACT_BELOW rows every search scans exactly and no HNSW graph is maintained; past it the first
+    refresh creates the indexes, and approximate search keeps returning the true nearest events here."""
+    from compassmem.store import postgres
+
+    monkeypatch.setattr(postgres, "EXACT_BELOW", 10)
+    store = postgres.PostgresStore(pg_url)
+    try:
+        store.ensure_namespace("a")
+        store.add_observations(_obs())
+        for i in range(5):
+            store.put_event(_event(f"e{i}"), _vec(i))
+        store.refresh_indexes("a")
+        assert store.get_meta("hnsw_indexes") is None
+        for i in range(5, 40):
+            store.put_event(_event(f"e{i}"), _vec(i))
+        store._counts.clear()
+        store.refresh_indexes("a")
+        names = {r[0] for r in store._q("SELECT indexname FROM pg_indexes WHERE indexname LIKE %s", ("%hnsw",))}
+        assert store.get_meta("hnsw_indexes") == "1" and "events_hnsw" in names
+        q = _vec(99)
+        assert [e for e, _ in store.search_events("a", q, 5, exact=False)] == [e for e, _ in store.search_events("a", q, 5)]
+    finally:
+        store.close()

@@ -70,15 +70,12 @@ class PostgresStore(PostgresEditing, KindCalls):
                          "value = excluded.value", (str(SCHEMA_VERSION),))
 
     def _ensure_dim(self, vec: np.ndarray | None) -> None:
-        """The first vector fixes the dimension and creates the HNSW indexes."""
+        """The first vector fixes the dimension (HNSW indexes come later, see refresh_indexes)."""
         if vec is None or self._dim is not None:
             return
         dim = int(np.asarray(vec).shape[-1])
-        known = self.get_meta("vector_dim")
-        if known is None:
+        if self.get_meta("vector_dim") is None:
             self.set_meta("vector_dim", str(dim))
-            for sql in hnsw_indexes(dim):
-                self._x(sql)
         self._dim = int(self.get_meta("vector_dim") or dim)
 
     # ------------------------------------------------------------------ connections
@@ -164,28 +161,36 @@ class PostgresStore(PostgresEditing, KindCalls):
 
     # ------------------------------------------------------------------ observations
     def add_observations(self, observations: list[Observation], embeddings: np.ndarray | None = None) -> None:
+        """Upserts with their postings, in a few batched statements (one round trip each, not four per row)."""
         if embeddings is not None and len(embeddings):
             self._ensure_dim(embeddings[0])
-        with self.transaction():
-            for i, o in enumerate(observations):
-                meta = json.dumps(o.meta)
-                counts, length = _terms(o.text, meta)
-                vec = np.asarray(embeddings[i], np.float32) if embeddings is not None else None
-                self._x("INSERT INTO observations (namespace,id,step,seq,speaker,text,time,date,meta,ingested_at,"
-                        "embedding,doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (namespace, id) "
-                        "DO UPDATE SET step=excluded.step, seq=excluded.seq, speaker=excluded.speaker, "
-                        "text=excluded.text, time=excluded.time, date=excluded.date, meta=excluded.meta, "
-                        "ingested_at=excluded.ingested_at, embedding=excluded.embedding, doc_len=excluded.doc_len",
-                        (o.namespace, o.id, o.step, o.seq, o.speaker, o.text, o.time, o.date, meta, o.ingested_at,
-                         vec, length))
-                self._x("DELETE FROM terms WHERE namespace=%s AND obs_id=%s", (o.namespace, o.id))
-                if counts:
-                    with self._conn() as c:
-                        c.cursor().executemany("INSERT INTO terms VALUES (%s,%s,%s,%s)",
-                                               [(o.namespace, o.id, t, n) for t, n in counts.items()])
-                if o.speaker:
-                    self._x("INSERT INTO speakers VALUES (%s,%s) ON CONFLICT DO NOTHING", (o.namespace, o.speaker))
-
+        obs_rows, term_rows, by_namespace, speakers = [], [], {}, set()
+        for i, o in enumerate(observations):
+            meta = json.dumps(o.meta)
+            counts, length = _terms(o.text, meta)
+            vec = np.asarray(embeddings[i], np.float32) if embeddings is not None else None
+            obs_rows.append((o.namespace, o.id, o.step, o.seq, o.speaker, o.text, o.time, o.date, meta,
+                             o.ingested_at, vec, length))
+            term_rows += [(o.namespace, o.id, t, n) for t, n in counts.items()]
+            by_namespace.setdefault(o.namespace, []).append(o.id)
+            if o.speaker:
+                speakers.add((o.namespace, o.speaker))
+        with self.transaction(), self._conn() as c:
+            cur = c.cursor()
+            cur.executemany("INSERT INTO observations (namespace,id,step,seq,speaker,text,time,date,meta,ingested_at,"
+                            "embedding,doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (namespace, id) "
+                            "DO UPDATE SET step=excluded.step, seq=excluded.seq, speaker=excluded.speaker, "
+                            "text=excluded.text, time=excluded.time, date=excluded.date, meta=excluded.meta, "
+                            "ingested_at=excluded.ingested_at, embedding=excluded.embedding, doc_len=excluded.doc_len",
+                            obs_rows)
+            for namespace, ids in by_namespace.items():
+                cur.execute("DELETE FROM terms WHERE namespace=%s AND obs_id = ANY(%s)", (namespace, ids))
+            if term_rows:  # COPY: one stream instead of a statement per posting
+                with cur.copy("COPY terms (namespace, obs_id, term, tf) FROM STDIN") as copy:
+                    for row in term_rows:
+                        copy.write_row(row)
+            if speakers:
+                cur.executemany("INSERT INTO speakers VALUES (%s,%s) ON CONFLICT DO NOTHING", sorted(speakers))
 
     @staticmethod
     def _matrix_of(vecs: list) -> np.ndarray:
@@ -351,7 +356,19 @@ class PostgresStore(PostgresEditing, KindCalls):
         return [(r[0], float(r[1])) for r in rows if r[1] > 0]
 
     def refresh_indexes(self, namespace: str) -> None:
-        """Nothing to do: PostgreSQL updates its indexes inside each transaction."""
+        """PostgreSQL keeps its indexes current inside each transaction; what is left is to create the HNSW
+        indexes once a namespace is large enough to search approximately (below EXACT_BELOW rows every
+        search scans exactly, and maintaining an HNSW graph made small ingests several times slower).
+        Called after each step, outside its transaction, like the SQLite store's base builds."""
+        if self._dim is None or getattr(self._local, "conn", None) is not None or self.get_meta("hnsw_indexes"):
+            return
+        if max(self._rows_in(namespace, table) for table, _ in _KINDS.values()) < EXACT_BELOW:
+            return
+        with self.transaction():  # under the writers' lock: one process builds them
+            if not self.get_meta("hnsw_indexes"):
+                for sql in hnsw_indexes(self._dim):
+                    self._x(sql)
+                self.set_meta("hnsw_indexes", "1")
 
     def check_indexes(self, namespace: str) -> list[str]:
         problems: list[str] = []
