@@ -69,7 +69,7 @@ CREATE TABLE IF NOT EXISTS llm_cache_refs (key TEXT NOT NULL, namespace TEXT NOT
 
 
 def hnsw_indexes(dim: int) -> list[str]:
-    """pgvector HNSW (cosine) indexes for each vector kind, once the embedder's dimension is known; queries
+    """pgvector HNSW (cosine) indexes for each vector kind, built once a namespace is large (refresh_indexes); queries
     cast to vector(dim) so the planner can use them."""
     return [f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (({col}::vector({dim})) vector_cosine_ops)"
             for table, col in (("observations", "embedding"), ("events", "embedding"), ("topics", "centroid"))]
