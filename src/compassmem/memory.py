@@ -139,6 +139,7 @@ class Memory:
         ids = [observation_ids] if isinstance(observation_ids, str) else observation_ids
         if not isinstance(ids, list):
             raise InputError(f"observation_ids must be a string or a list of strings, got {type(ids).__name__}")
+        ids = [validate.identifier(i, "observation id") for i in ids]
         with _working_for(namespace):
             return self.editor.delete(namespace, list(dict.fromkeys(ids)))
 
@@ -148,8 +149,7 @@ class Memory:
         had been ingested that way; the old text is removed from history and cache, then scanned for."""
         namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
         text = validate.text_of(text, "text")
-        if not isinstance(observation_id, str):
-            raise InputError(f"observation_id must be a string, got {type(observation_id).__name__}")
+        observation_id = validate.identifier(observation_id, "observation id")
         with _working_for(namespace):
             return self.editor.update(namespace, observation_id, text)
 
@@ -157,7 +157,7 @@ class Memory:
                 agent_id: str | None = None, run_id: str | None = None) -> list[HistoryEntry]:
         """What happened to an event, oldest first: created, merged, updated, observations deleted, deleted."""
         namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
-        entries = self.store.history(namespace, event_id) if isinstance(event_id, str) else []
+        entries = self.store.history(namespace, validate.identifier(event_id, "event id"))
         if not entries:
             raise InputError(f"no history for event '{event_id}' in namespace '{namespace}' (compassmem list "
                              "shows the ids; events built before the history table (schema v3) have none)")
@@ -294,7 +294,7 @@ class Memory:
             agent_id: str | None = None, run_id: str | None = None) -> EventDetail:
         """One event with its source observations and the typed relations that touch it."""
         namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
-        event = self.store.get_event(namespace, event_id) if isinstance(event_id, str) else None
+        event = self.store.get_event(namespace, validate.identifier(event_id, "event id"))
         if event is None:
             raise InputError(f"no event '{event_id}' in namespace '{namespace}' (compassmem list shows the ids)")
         return EventDetail(event=event, observations=self.store.get_observations(namespace, event.observation_ids),

@@ -315,6 +315,14 @@ class Filters(BaseModel):
     def _one_or_many(cls, v: object) -> object:
         return [v] if isinstance(v, str) else v
 
+    @field_validator("speaker", "meta")
+    @classmethod
+    def _no_nul(cls, v: object) -> object:
+        texts = list(v) if isinstance(v, list) else [*v.keys(), *v.values()] if isinstance(v, dict) else []
+        if any("\x00" in t for t in texts):
+            raise ValueError("contains a NUL character")
+        return v
+
     @field_validator("since", "until")
     @classmethod
     def _iso_date(cls, v: str | None) -> str | None:

@@ -48,7 +48,19 @@ def _utf8(value: str, field: str) -> str:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InputError(f"{field} is not valid Unicode (unpaired surrogate at position {exc.start})") from None
+    if "\x00" in value:  # no text column of PostgreSQL can hold it, and no real text needs it
+        raise InputError(f"{field} contains a NUL character (\\x00) at position {value.index(chr(0))}")
     return value
+
+
+def identifier(value: Any, field: str) -> str:
+    """An event or observation id as a caller names it: a non-empty string of at most 200 characters
+    (the same rule `add` applies to the ids it accepts)."""
+    text = optional_text(value, field) if value is not None else None
+    if not text or not text.strip():
+        raise InputError(f"{field} is empty" if isinstance(value, str) else f"{field} must be a string, got "
+                         f"{type(value).__name__}")
+    return text
 
 
 def optional_text(value: Any, field: str, limit: int = MAX_NAME) -> str | None:

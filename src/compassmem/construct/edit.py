@@ -31,7 +31,7 @@ MIN_SCAN_CHARS = 12  # shorter texts ("ok", "yes") occur by chance; scanning for
 
 @dataclass
 class _Plan:
-    seen: dict[str, tuple[str, ...]]  # affected event -> its observation ids when planned
+    seen: dict[str, tuple]  # affected event -> its observations (id, text) when planned
     deleted: list[Event] = field(default_factory=list)
     rederived: list[tuple[Event, np.ndarray, Event, np.ndarray]] = field(default_factory=list)  # old, vec, new, vec
     topics: dict[str, tuple[Topic, np.ndarray] | None] = field(default_factory=dict)  # None: delete the topic
@@ -96,15 +96,21 @@ class Editor:
         return sorted(set(self.store.owners(namespace, sorted(ids)).values()))
 
     def _stale(self, namespace: str, plan: _Plan, ids: set[str]) -> bool:
-        """Whether another writer changed the affected events (or the observations) since planning."""
+        """Whether another writer changed the affected events or the text of one of their observations
+        since planning (a plan made from an old text would write that text back into the summary)."""
         events, _ = self.store.get_events(namespace, self._owners(namespace, ids))
-        return {e.id: tuple(e.observation_ids) for e in events} != plan.seen
+        return self._state(namespace, events) != plan.seen
+
+    def _state(self, namespace: str, events: list[Event]) -> dict[str, tuple]:
+        owned = [o for e in events for o in e.observation_ids]
+        texts = {o.id: o.text for o in self.store.get_observations(namespace, owned)}
+        return {e.id: tuple((o, texts.get(o)) for o in e.observation_ids) for e in events}
 
     def _plan(self, namespace: str, event_ids: list[str], gone: set[str], replaced: dict[str, Observation]) -> _Plan:
         """The new state of every affected event and topic, computed before the write lock."""
         store = self.store
         events, vecs = store.get_events(namespace, event_ids)
-        plan = _Plan(seen={e.id: tuple(e.observation_ids) for e in events})
+        plan = _Plan(seen=self._state(namespace, events))
         for event, vec in zip(events, vecs):
             keep = [o for o in event.observation_ids if o not in gone]
             if not keep:

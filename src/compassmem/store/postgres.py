@@ -18,7 +18,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..embed.base import dots, l2_normalise
-from ..errors import StoreError
+from ..errors import InputError, StoreError
 from ..models import Event, Observation, Relation, StepRecord, Topic, utcnow
 from ..text import index_terms
 from . import rows as records
@@ -90,12 +90,20 @@ class PostgresStore(PostgresEditing, KindCalls):
 
     def _q(self, sql: str, args: tuple | list = ()) -> list[tuple]:
         """Rows in binary format: pgvector's text parsing was 60 % of an ask."""
-        with self._conn() as c:
+        with self._conn() as c, self._refused():
             return c.execute(sql, args, binary=True).fetchall()
 
     def _x(self, sql: str, args: tuple | list = ()) -> int:
-        with self._conn() as c:
+        with self._conn() as c, self._refused():
             return c.execute(sql, args).rowcount
+
+    @contextmanager
+    def _refused(self) -> Iterator[None]:
+        """A value PostgreSQL cannot store (validation should have caught it) is bad input, not a crash."""
+        try:
+            yield
+        except self._psycopg.DataError as exc:
+            raise InputError(f"PostgreSQL refused a value: {str(exc).strip().splitlines()[0]}") from None
 
     def close(self) -> None:
         self._pool.close()
