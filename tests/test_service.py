@@ -105,6 +105,11 @@ def test_bad_requests_are_problems_never_server_errors(server):
         problem(c.get("/v1/memories/nope", params={"namespace": "misc"}), 400)
         problem(c.get("/v1/nowhere"), 404)
         problem(c.post("/v1/search", json={"namespace": "misc", "query": "x", "filters": {"since": "soon"}}), 400)
+        # NUL characters: PostgreSQL cannot store them; the fuzz once found a 500 there
+        problem(c.get("/v1/memories/a%00b", params={"namespace": "misc"}), 400)
+        problem(c.post("/v1/memories", json={"namespace": "misc", "messages": ["nul \u0000 inside"]}), 400)
+        problem(c.post("/v1/search", json={"namespace": "misc", "query": "x", "filters": {"speaker": "a\u0000"}}), 400)
+        problem(c.post("/v1/observations/delete", json={"namespace": "misc", "observation_ids": ["\u0000"]}), 400)
 
 
 def test_a_revoked_key_is_refused_at_once(server):
