@@ -102,7 +102,7 @@ class PostgresStore(PostgresEditing, KindCalls):
         """A value PostgreSQL cannot store (validation should have caught it) is bad input, not a crash."""
         try:
             yield
-        except self._psycopg.DataError as exc:
+        except (self._psycopg.DataError, self._psycopg.errors.ProgramLimitExceeded) as exc:
             raise InputError(f"PostgreSQL refused a value: {str(exc).strip().splitlines()[0]}") from None
 
     def close(self) -> None:
@@ -183,7 +183,7 @@ class PostgresStore(PostgresEditing, KindCalls):
             by_namespace.setdefault(o.namespace, []).append(o.id)
             if o.speaker:
                 speakers.add((o.namespace, o.speaker))
-        with self.transaction(), self._conn() as c:
+        with self.transaction(), self._conn() as c, self._refused():
             cur = c.cursor()
             cur.executemany("INSERT INTO observations (namespace,id,step,seq,speaker,text,time,date,meta,ingested_at,"
                             "embedding,doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (namespace, id) "

@@ -20,8 +20,11 @@ EXPORT_TABLES = {  # the SQLite store's export columns, so an export moves betwe
     "event_history": "namespace,event_id,at,action,step,observation_ids,summary"}
 
 
+MAX_TERM_CHARS = 200  # a B-tree entry holds ~2.7 KB: a longer "word" (a pasted blob) is indexed by its start
+
+
 def _terms(text: str, meta: str) -> tuple[Counter, int]:
-    tokens = observation_terms(text, meta).split()
+    tokens = [t[:MAX_TERM_CHARS] for t in observation_terms(text, meta).split()]
     return Counter(tokens), len(tokens)
 
 
