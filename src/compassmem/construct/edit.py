@@ -47,32 +47,33 @@ class Editor:
         old = self._existing(namespace, ids)
         gone = {o.id for o in old}
         receipt = EditReceipt(namespace=namespace, action="delete", observation_ids=[o.id for o in old])
-        with self._scope(f"delete in '{namespace}'") as usage:
-            plan = self._plan(namespace, self._owners(namespace, gone), gone, {})
-            with self.store.transaction():
-                if self._stale(namespace, plan, gone):
-                    plan = self._plan(namespace, self._owners(namespace, gone), gone, {})
-                removed = self.store.delete_observations(namespace, sorted(gone))
-                receipt.removed["observations"] = len(removed)
-                self._apply(namespace, plan, gone, "observations_deleted", receipt)
-        receipt.usage = usage.model_copy()
-        return self._finish(namespace, [o.text for o in old], receipt)
+
+        def write() -> None:
+            receipt.removed["observations"] = len(self.store.delete_observations(namespace, sorted(gone)))
+        return self._edit(namespace, gone, {}, "observations_deleted", write, receipt, [o.text for o in old])
 
     def update(self, namespace: str, observation_id: str, text: str) -> EditReceipt:
         old = self._existing(namespace, [observation_id])[0]
-        cap = self.c.settings.max_observation_chars
-        new = old.model_copy(update={"text": text[:cap]})
+        new = old.model_copy(update={"text": text[: self.c.settings.max_observation_chars]})
         receipt = EditReceipt(namespace=namespace, action="update", observation_ids=[old.id])
-        with self._scope(f"update in '{namespace}'") as usage:
-            vec = self.c.embedder.embed([observation_text(new)])
-            plan = self._plan(namespace, self._owners(namespace, {old.id}), set(), {old.id: new})
+        vec = self.c.embedder.embed([observation_text(new)])
+        return self._edit(namespace, {old.id}, {old.id: new}, "updated",
+                          lambda: self.store.add_observations([new], vec), receipt, [old.text])
+
+    def _edit(self, namespace: str, touched: set[str], replaced: dict[str, Observation], action: str,
+              write, receipt: EditReceipt, old_texts: list[str]) -> EditReceipt:
+        """Either edit: plan before the write lock, re-plan under it if another writer changed the affected
+        events meanwhile, then `write` the observation change and apply the plan in one transaction."""
+        gone = touched if action == "observations_deleted" else set()
+        with self._scope(f"{receipt.action} in '{namespace}'") as usage:
+            plan = self._plan(namespace, self._owners(namespace, touched), gone, replaced)
             with self.store.transaction():
-                if self._stale(namespace, plan, {old.id}):
-                    plan = self._plan(namespace, self._owners(namespace, {old.id}), set(), {old.id: new})
-                self.store.add_observations([new], vec)
-                self._apply(namespace, plan, {old.id}, "updated", receipt)
+                if self._stale(namespace, plan, touched):
+                    plan = self._plan(namespace, self._owners(namespace, touched), gone, replaced)
+                write()
+                self._apply(namespace, plan, touched, action, receipt)
         receipt.usage = usage.model_copy()
-        return self._finish(namespace, [old.text], receipt)
+        return self._finish(namespace, old_texts, receipt)
 
     # ------------------------------------------------------------------ steps
     def _scope(self, label: str):
