@@ -65,14 +65,11 @@ def test_sigkill_mid_step_leaves_no_half_step(db_factory):
 KILL_CHILD = textwrap.dedent("""
     import sys
     from compassmem import Memory
-    from compassmem.store import SQLiteStore
-    from compassmem.store.vectors import IndexPolicy
     sys.path.insert(0, sys.argv[2])
     from test_concurrency import _steps
+    from test_crash_safety import open_for_kills
 
-    # tiny index thresholds: base files are written (and can be killed mid-write) every few steps
-    store = SQLiteStore(sys.argv[1], index_policy=IndexPolicy(ann_min_rows=20, delta_min_rows=4))
-    mem = Memory(store=store, embedder="hash")
+    mem = Memory(store=open_for_kills(sys.argv[1]), embedder="hash")
     print("READY", flush=True)
     for step, obs, when in _steps("k", n_steps=12, turns=6):
         mem.add(obs, namespace="k", step=step, world_time=when)
@@ -80,14 +77,25 @@ KILL_CHILD = textwrap.dedent("""
 """)
 
 
-def _consistent(db) -> int:
+def open_for_kills(db: str):
+    """The store a kill test writes: a SQLite file with tiny index thresholds (base files are written, and
+    can be killed mid-write, every few steps), or a PostgreSQL database."""
+    from compassmem.store import open_store
+
+    if db.startswith("postgresql://"):
+        return open_store(db)
+    return SQLiteStore(db, index_policy=IndexPolicy(ann_min_rows=20, delta_min_rows=4))
+
+
+def _consistent(db: str) -> int:
     """Whole steps only: every recorded step has all its observations, nothing exists of an unrecorded
     step, every event's span and every relation's ends exist, and the full-text and vector indexes agree
     with the tables. Returns the number of steps present."""
     import sqlite3
 
-    assert sqlite3.connect(db).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    store = SQLiteStore(db, index_policy=IndexPolicy(ann_min_rows=20, delta_min_rows=4))
+    if not db.startswith("postgresql://"):
+        assert sqlite3.connect(db).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    store = open_for_kills(db)
     try:
         if not store.has_namespace("k"):
             return 0
@@ -108,7 +116,9 @@ def _consistent(db) -> int:
         store.close()
 
 
-def test_fifty_random_kill_points_leave_whole_steps_and_resume_to_the_same_memory(tmp_path):
+def test_random_kill_points_leave_whole_steps_and_resume_to_the_same_memory(tmp_path, db_factory):
+    """50 kills on SQLite; 15 on PostgreSQL, whose build of the same steps takes longer, so the kills are
+    spread over a longer window."""
     import random
     from pathlib import Path
 
@@ -116,6 +126,7 @@ def test_fifty_random_kill_points_leave_whole_steps_and_resume_to_the_same_memor
 
     from test_concurrency import _snapshot, _steps
 
+    kills, window = (15, 2.0) if db_factory().startswith("postgresql://") else (50, 0.5)
     clean = str(tmp_path / "clean.db")
     with Memory(clean, embedder="hash") as mem:
         for step, obs, when in _steps("k", n_steps=12, turns=6):
@@ -124,11 +135,11 @@ def test_fifty_random_kill_points_leave_whole_steps_and_resume_to_the_same_memor
     rng = random.Random(7)
     tests_dir = str(Path(__file__).parent)
     partial = 0
-    for i in range(50):
-        db = str(tmp_path / f"kill-{i}.db")
+    for i in range(kills):
+        db = db_factory()
         proc = subprocess.Popen([sys.executable, "-c", KILL_CHILD, db, tests_dir], stdout=subprocess.PIPE, text=True)
         assert "READY" in proc.stdout.readline()
-        time.sleep(rng.uniform(0.0, 0.5))
+        time.sleep(rng.uniform(0.0, window))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         present = _consistent(db)
@@ -137,7 +148,7 @@ def test_fifty_random_kill_points_leave_whole_steps_and_resume_to_the_same_memor
             for step, obs, when in _steps("k", n_steps=12, turns=6):
                 mem.add(obs, namespace="k", step=step, world_time=when)
         assert _snapshot(db) == expected, f"kill {i} (after {present} steps) resumed to a different memory"
-    assert partial >= 10, f"only {partial} of 50 kills landed inside the build: the test lost its teeth"
+    assert partial >= kills // 5, f"only {partial} of {kills} kills landed inside the build: the test lost its teeth"
 
 
 EDIT_CHILD = textwrap.dedent("""

@@ -35,6 +35,9 @@ def _blob(vec: np.ndarray) -> bytes:
     return np.asarray(vec, dtype=np.float32).tobytes()
 
 
+MMAP_BYTES = 1 << 34  # 16 GiB, more than a 1 M-event database
+
+
 class SQLiteStore(SQLiteIndexes, KindCalls):
     """Thread-safe (one connection behind a lock); readers never see half a step."""
 
@@ -57,6 +60,10 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
             self._conn.execute("PRAGMA cache_size=-65536")  # 64 MB of pages: a search re-reads its neighbourhood
+            # reads through a memory map, not a read() and a copy per page: a search's ~900 scattered rows
+            # took 8.1 ms through the page cache and 3.2 ms mapped (10 K events). Address space, not RAM:
+            # the kernel maps in only the pages a search touches
+            self._conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             fresh = not self._conn.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone()
             self._conn.executescript(SCHEMA)
             row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
