@@ -33,7 +33,7 @@ def test_scale_bench_measures_and_keeps_finished_sizes(tmp_path):
     assert [r["path"] for r in rows] == ["pipeline", "store API"]
     for r in rows:
         assert r["events"] >= r["target_events"] and r["query_p50_s"] > 0 and r["query_peak_rss_mb"] > 0
-        assert r["cold_ask_s"] > 0 and r["ann_recall@10"] > 0 and r["query_over_exact_scan"] > 0
+        assert r["cold_ask_s"] > 0 and r["help_s"] > 0 and r["import_s"] > 0 and r["ann_recall@10"] > 0 and r["query_over_exact_scan"] > 0
     assert not list(tmp_path.glob("scale-*.db*")), "finished sizes leave no database behind"
     again = run_scale([40, 60], tmp_path, turns_per_step=20, queries=3, direct_above=50, log=logs.append)
     assert again == rows and "already measured" in logs[-1]
