@@ -8,6 +8,12 @@ beside the database and memory-mapped. A query sums a few posting slices with on
 (milliseconds), and FTS5 scores only the rows added or changed since the base (`rowid > watermark`,
 plus rows the vector_log names). The base's statistics (N, average length, document frequencies) are
 those of its build; it is rebuilt once the rows after it exceed 20 % of it, so they never drift far.
+
+Between rebuilds, rows added after the base would leave FTS5 scoring up to a fifth of the namespace
+(25 ms of a 48 ms ask at 640 K observations). So new rows are also folded, every 2 % of growth, into
+small *segments* (an LSM): each covers a rowid range (lo, watermark] and is built once, from its own
+rows only, with the main base's statistics plus its own, so its scores are on the main base's scale.
+FTS5 then scores only the rows after the last segment. A rebuild of the main base drops its segments.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import re
 import shutil
 import uuid
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
@@ -26,6 +32,7 @@ import numpy as np
 
 K1, B = 1.2, 0.75  # FTS5's bm25() defaults
 _DIR = re.compile(r"^(?P<token>[0-9a-f]{32})-lexical-(?P<seq>\d+)$")
+_SEGMENT = re.compile(r"^(?P<token>[0-9a-f]{32})-lexical-(?P<main>\d+)-(?P<seq>\d+)$")
 
 
 @dataclass
@@ -37,20 +44,39 @@ class LexicalBase:
     docs: np.ndarray  # document positions
     impact: np.ndarray  # BM25 contribution of (term, document)
     vocab: dict[str, int]
+    lo: int = 0  # rows it holds have rowid > lo: 0 for a main base, the previous watermark for a segment
+    n_docs: int = 0  # the statistics it was scored with (a segment reads its main base's)
+    avgdl: float = 0.0
+    # rows in its range rewritten since it was built (scored by FTS5 instead), as of vector_log position
+    # dirty_seq: kept up incrementally by the store, so a search reads only the log's newest entries
+    dirty: set[int] = field(default_factory=set)
+    dirty_seq: int = -1
 
     @property
     def size(self) -> int:
         return len(self.rowids)
+
+    def document_frequencies(self, terms: list[str]) -> np.ndarray:
+        """How many of its documents hold each term (0 for a term it does not know)."""
+        cols = np.array([self.vocab.get(t, -1) for t in terms], np.int64)
+        out = np.zeros(len(terms))
+        known = cols >= 0
+        out[known] = self.indptr[cols[known] + 1] - self.indptr[cols[known]]
+        return out
 
     def search(self, terms: list[str], k: int, exclude: set[int] = frozenset()) -> tuple[np.ndarray, np.ndarray]:
         """(rowids, BM25) of the k best documents for the terms (repeats count, as in FTS5)."""
         cols = [self.vocab[t] for t in terms if t in self.vocab]
         if not cols or k <= 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        pos = np.concatenate([self.docs[self.indptr[c] : self.indptr[c + 1]] for c in cols])
-        val = np.concatenate([self.impact[self.indptr[c] : self.indptr[c + 1]] for c in cols])
-        touched, inverse = np.unique(pos, return_inverse=True)
-        scores = np.bincount(inverse, weights=val).astype(np.float32)
+        # a dense accumulator, not np.unique over the postings: O(postings + documents) instead of a sort
+        # (5.0 -> 3.1 ms for common words at 640 K documents); a term's postings hold each document once
+        acc = np.zeros(len(self.rowids))
+        for c in cols:
+            start, end = self.indptr[c], self.indptr[c + 1]
+            acc[self.docs[start:end]] += self.impact[start:end]
+        touched = np.flatnonzero(acc)
+        scores = acc[touched].astype(np.float32)
         rowids = self.rowids[touched]
         if exclude:
             keep = ~np.isin(rowids, np.fromiter(exclude, np.int64))
@@ -61,9 +87,12 @@ class LexicalBase:
         return rowids[top], scores[top]
 
 
-def build(rows: Iterable[tuple[int, str]], seq: int) -> LexicalBase | None:
+def build(rows: Iterable[tuple[int, str]], seq: int, main: LexicalBase | None = None,
+          lo: int = 0) -> LexicalBase | None:
     """An impact base over (rowid, space-separated terms) rows, streamed: terms become integer ids as
-    they are read (no per-token Python objects kept), then numpy does the rest."""
+    they are read (no per-token Python objects kept), then numpy does the rest. With `main`, a segment
+    of rows after it (rowid > lo): scored with main's N, average length and document frequencies plus
+    its own, so its scores compare with main's."""
     vocab: dict[str, int] = {}
     rowid_list = array("q")
     lengths = array("q")
@@ -82,28 +111,36 @@ def build(rows: Iterable[tuple[int, str]], seq: int) -> LexicalBase | None:
     doc_of = np.repeat(np.arange(n, dtype=np.int64), lens)
     pair, tf = np.unique(term_of * n + doc_of, return_counts=True)
     term, doc = pair // n, pair % n
-    avgdl = float(lens.mean()) or 1.0
     df = np.bincount(term, minlength=len(vocab)).astype(np.float64)
-    idf = np.log((n - df + 0.5) / (df + 0.5))
+    n_docs, avgdl = n, float(lens.mean()) or 1.0
+    if main is not None and main.n_docs:
+        df += main.document_frequencies(list(vocab))
+        n_docs = main.n_docs + n
+        avgdl = (main.avgdl * main.n_docs + float(lens.sum())) / n_docs
+    idf = np.log((n_docs - df + 0.5) / (df + 0.5))
     idf[idf <= 0] = 1e-6  # FTS5 floors non-positive idf the same way
     norm = K1 * (1 - B + B * lens[doc] / avgdl)
     impact = (idf[term] * tf * (K1 + 1) / (tf + norm)).astype(np.float32)
     indptr = np.zeros(len(vocab) + 1, np.int64)
     indptr[1:] = np.cumsum(np.bincount(term, minlength=len(vocab)))
-    return LexicalBase(seq, int(rowids.max()), rowids, indptr, doc.astype(np.int32), impact, vocab)
+    return LexicalBase(seq, int(rowids.max()), rowids, indptr, doc.astype(np.int32), impact, vocab, lo=lo,
+                       n_docs=n_docs, avgdl=avgdl)
 
 
-def save(base: LexicalBase, folder: Path, token: str) -> LexicalBase:
+def save(base: LexicalBase, folder: Path, token: str, main_seq: int | None = None) -> LexicalBase:
     """Write to a temporary folder, then rename it into place (a crash leaves the previous base); returns
-    the base re-opened memory-mapped."""
+    the base re-opened memory-mapped. `main_seq`: the base is a segment of that main base. Saving a main
+    base removes older ones and every segment (its rows are in the new base)."""
     folder.mkdir(parents=True, exist_ok=True)
-    final = folder / f"{token}-lexical-{base.seq}"
+    name = f"{token}-lexical-{base.seq}" if main_seq is None else f"{token}-lexical-{main_seq}-{base.seq}"
+    final = folder / name
     tmp = folder / f".{final.name}.{uuid.uuid4().hex}.tmp"
     tmp.mkdir()
-    for name in ("rowids", "indptr", "docs", "impact"):
-        np.save(tmp / f"{name}.npy", getattr(base, name))
+    for array_name in ("rowids", "indptr", "docs", "impact"):
+        np.save(tmp / f"{array_name}.npy", getattr(base, array_name))
     (tmp / "vocab.json").write_text(json.dumps(base.vocab))
-    (tmp / "meta.json").write_text(json.dumps({"seq": base.seq, "watermark": base.watermark}))
+    (tmp / "meta.json").write_text(json.dumps({"seq": base.seq, "watermark": base.watermark, "lo": base.lo,
+                                               "n_docs": base.n_docs, "avgdl": base.avgdl}))
     for p in tmp.iterdir():
         with open(p, "rb") as fh:
             os.fsync(fh.fileno())
@@ -111,28 +148,50 @@ def save(base: LexicalBase, folder: Path, token: str) -> LexicalBase:
         shutil.rmtree(tmp)
     else:
         os.replace(tmp, final)
-    for seq, old in bases(folder, token)[1:]:
-        shutil.rmtree(old, ignore_errors=True)
+    if main_seq is None:
+        for seq, old in bases(folder, token)[1:]:
+            shutil.rmtree(old, ignore_errors=True)
+        for old in folder.iterdir():
+            m = _SEGMENT.match(old.name)
+            if m and m["token"] == token and int(m["main"]) < base.seq:
+                shutil.rmtree(old, ignore_errors=True)
     for stray in folder.glob(f".{token}-lexical-*.tmp"):
-        shutil.rmtree(stray, ignore_errors=True)
+        if stray != tmp:
+            shutil.rmtree(stray, ignore_errors=True)
     return load(final)
 
 
 def load(path: Path) -> LexicalBase:
     meta = json.loads((path / "meta.json").read_text())
     arrays = {n: np.load(path / f"{n}.npy", mmap_mode="r") for n in ("rowids", "indptr", "docs", "impact")}
-    return LexicalBase(meta["seq"], meta["watermark"], vocab=json.loads((path / "vocab.json").read_text()), **arrays)
+    return LexicalBase(meta["seq"], meta["watermark"], vocab=json.loads((path / "vocab.json").read_text()),
+                       lo=meta.get("lo", 0), n_docs=meta.get("n_docs", 0), avgdl=meta.get("avgdl", 0.0), **arrays)
 
 
 def bases(folder: Path | None, token: str) -> list[tuple[int, Path]]:
-    """(seq, folder) of a namespace's impact bases, newest first."""
+    """(seq, folder) of a namespace's main impact bases, newest first."""
     if folder is None or not folder.is_dir():
         return []
     found = [(int(m["seq"]), p) for p in folder.iterdir() if (m := _DIR.match(p.name)) and m["token"] == token]
     return sorted(found, reverse=True)
 
 
-def remove(folder: Path | None, token: str) -> None:
-    for _, p in bases(folder, token):
-        shutil.rmtree(p, ignore_errors=True)
+def segments(folder: Path | None, token: str, main_seq: int) -> list[tuple[int, Path]]:
+    """(seq, folder) of the segments added after main base `main_seq`, oldest first."""
+    if folder is None or not folder.is_dir():
+        return []
+    found = [(int(m["seq"]), p) for p in folder.iterdir()
+             if (m := _SEGMENT.match(p.name)) and m["token"] == token and int(m["main"]) == main_seq]
+    return sorted(found)
 
+
+def remove(folder: Path | None, token: str) -> int:
+    """Remove every impact base and segment of a namespace; returns how many."""
+    if folder is None or not folder.is_dir():
+        return 0
+    gone = 0
+    for p in folder.iterdir():
+        if (m := _DIR.match(p.name) or _SEGMENT.match(p.name)) and m["token"] == token:
+            shutil.rmtree(p, ignore_errors=True)
+            gone += 1
+    return gone

@@ -82,7 +82,7 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
         self._depth = 0  # open transactions, read snapshots included
         self._writes = 0  # open write transactions: an index base must never be built from their rows
         self._indexes: dict[tuple[str, str, str], VectorIndex] = {}
-        self._lexicals: dict[tuple[str, str], tuple[int, LexicalBase | None]] = {}  # (ns, token) -> (head, base)
+        self._lexicals: dict[tuple[str, str], tuple[int, list[LexicalBase]]] = {}  # (ns, token) -> (head, tiers)
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:

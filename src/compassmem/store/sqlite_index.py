@@ -29,8 +29,8 @@ class SQLiteIndexes:
 
     def lexical_search(self, namespace: str, text: str, k: int) -> list[tuple[str, float]]:
         """(observation id, BM25) of the k best observations for a text's terms (text.index_terms), best
-        first: FTS5 over the namespace, or, for a large one, its impact base plus FTS5 over the rows added
-        or changed since (store/impact.py)."""
+        first: FTS5 over the namespace, or, for a large one, its impact base and segments plus FTS5 over
+        the rows added or changed since (store/impact.py)."""
         terms = index_terms(text)
         token = self._token(namespace)
         if not terms or not token or k <= 0:
@@ -38,60 +38,103 @@ class SQLiteIndexes:
         match = " OR ".join(f'"{t}"' for t in terms)
         fts = fts_name(token)
         with self._lock:
-            base = self._lexical_base(namespace, token)
-            if base is None:
+            tiers = self._lexical_bases(namespace, token)
+            if not tiers:
                 rows = self._conn.execute(
                     f'SELECT rowid, -bm25("{fts}") AS s FROM "{fts}" WHERE "{fts}" MATCH ? ORDER BY s DESC LIMIT ?',
                     (match, k)).fetchall()
             else:
-                dirty = self._lexical_dirty(namespace, base)
-                ids, scores = base.search(terms, k, exclude=dirty)
-                rows = list(zip(ids.tolist(), scores.tolist()))
+                rows, dirty = [], set()
+                for base in tiers:
+                    stale = self._lexical_dirty(namespace, base)
+                    ids, scores = base.search(terms, k, exclude=stale)
+                    rows += zip(ids.tolist(), scores.tolist())
+                    dirty |= stale
                 extra = f" OR rowid IN ({','.join(map(str, sorted(dirty)))})" if dirty else ""
                 rows += self._conn.execute(
                     f'SELECT rowid, -bm25("{fts}") AS s FROM "{fts}" WHERE "{fts}" MATCH ? AND (rowid > ?{extra}) '
-                    "ORDER BY s DESC LIMIT ?", (match, base.watermark, k)).fetchall()
+                    "ORDER BY s DESC LIMIT ?", (match, tiers[-1].watermark, k)).fetchall()
                 rows = sorted(rows, key=lambda r: (-r[1], r[0]))[:k]
             names = dict(self._by_rowid("observations", "rowid, id", namespace, [r[0] for r in rows]))
         return [(names[r], float(s)) for r, s in rows if r in names]
 
-    def _lexical_base(self, namespace: str, token: str) -> LexicalBase | None:
-        """The namespace's impact base, built (or rebuilt, once the rows after it exceed 20 %) outside
-        transactions when the namespace is large enough; None for a small one."""
+    def _lexical_bases(self, namespace: str, token: str) -> list[LexicalBase]:
+        """The namespace's impact base followed by its segments (empty for a small namespace). Outside
+        write transactions (a read snapshot sees committed rows only, so building there is safe): the
+        base is built once the namespace is large enough and rebuilt once the rows after it exceed 20 %
+        of it; in between, each 2 % of growth becomes a new segment."""
         key = (namespace, token)
         head = self._head()
         cached = self._lexicals.get(key)
         if cached is not None and cached[0] == head:
             return cached[1]
-        base = cached[1] if cached is not None else None
-        if base is None:
-            for seq, path in impact.bases(self.index_dir, token):
-                if seq <= head:
-                    try:
-                        base = impact.load(path)
-                        break
-                    except (OSError, ValueError):
-                        continue
+        tiers = list(cached[1]) if cached is not None else self._load_lexical(token, head)
         fts = fts_name(token)
-        if base is None:
-            count = self._conn.execute(f'SELECT COUNT(*) FROM "{fts}_content"').fetchone()[0]
-            due = count >= self.policy.ann_min_rows
-        else:
-            after = self._conn.execute(f'SELECT COUNT(*) FROM "{fts}_content" WHERE id > ?',
-                                       (base.watermark,)).fetchone()[0] + len(self._lexical_dirty(namespace, base))
-            due = after > max(self.policy.delta_min_rows, self.policy.lexical_delta_fraction * base.size)
-        if due and not self._writes:  # a read snapshot sees committed rows only: building there is safe
-            built = impact.build(self._conn.execute(f'SELECT rowid, terms FROM "{fts}"'), head)
-            if built is not None:
-                base = impact.save(built, self.index_dir, token) if self.index_dir is not None else built
-        self._lexicals[key] = (head, base)
-        return base
+        policy = self.policy
+        if not self._writes:
+            if not tiers:
+                count = self._conn.execute(f'SELECT COUNT(*) FROM "{fts}_content"').fetchone()[0]
+                rebuild = count >= policy.ann_min_rows
+            else:
+                main = tiers[0]
+                after = self._conn.execute(f'SELECT COUNT(*) FROM "{fts}_content" WHERE id > ?',
+                                           (main.watermark,)).fetchone()[0] + len(self._lexical_dirty(namespace, main))
+                rebuild = after > max(policy.delta_min_rows, policy.lexical_delta_fraction * main.size)
+            if rebuild:
+                built = impact.build(self._conn.execute(f'SELECT rowid, terms FROM "{fts}"'), head)
+                if built is not None:
+                    tiers = [impact.save(built, self.index_dir, token) if self.index_dir is not None else built]
+            elif tiers:
+                last = tiers[-1].watermark
+                tail = self._conn.execute(f'SELECT COUNT(*) FROM "{fts}_content" WHERE id > ?', (last,)).fetchone()[0]
+                if tail > max(policy.delta_min_rows, policy.lexical_segment_fraction * tiers[0].size):
+                    seg = impact.build(self._conn.execute(f'SELECT rowid, terms FROM "{fts}" WHERE rowid > ?',
+                                                          (last,)), head, main=tiers[0], lo=last)
+                    if seg is not None:
+                        tiers.append(impact.save(seg, self.index_dir, token, main_seq=tiers[0].seq)
+                                     if self.index_dir is not None else seg)
+        self._lexicals[key] = (head, tiers)
+        return tiers
+
+    def _load_lexical(self, token: str, head: int) -> list[LexicalBase]:
+        """The newest readable main base this database's log has reached, and its segments in order (a
+        segment that cannot be read ends the chain: the rows after the last good one go to FTS5)."""
+        for seq, path in impact.bases(self.index_dir, token):
+            if seq > head:
+                continue  # built by a process whose transaction this database never kept: not ours
+            try:
+                tiers = [impact.load(path)]
+            except (OSError, ValueError, KeyError):
+                continue
+            for seg_seq, seg_path in impact.segments(self.index_dir, token, seq):
+                try:
+                    seg = impact.load(seg_path)
+                except (OSError, ValueError, KeyError):
+                    break
+                if seg_seq > head or seg.lo != tiers[-1].watermark:
+                    break
+                tiers.append(seg)
+            return tiers
+        return []
 
     def _lexical_dirty(self, namespace: str, base: LexicalBase) -> set[int]:
-        """Rows the base holds that were rewritten after it was built: scored by FTS5 instead."""
-        return {r[0] for r in self._conn.execute(
-            "SELECT DISTINCT key FROM vector_log WHERE namespace=? AND kind='observations' AND seq>? AND key<=?",
-            (namespace, base.seq, base.watermark))}
+        """Rows in the base's range that were rewritten after it was built: scored by FTS5 instead. Kept
+        up from the log's newest entries only (scanning every entry since a base was built cost 20 ms
+        per search at 640 K observations); never advanced inside a write transaction, whose log
+        positions a rollback would give back."""
+        head = self._head()
+        if base.dirty_seq < 0:
+            base.dirty_seq = base.seq
+        if head <= base.dirty_seq:
+            return base.dirty
+        new = {r[0] for r in self._conn.execute(
+            "SELECT DISTINCT key FROM vector_log WHERE namespace=? AND kind='observations' AND seq>? AND seq<=? "
+            "AND key>? AND key<=?", (namespace, base.dirty_seq, head, base.lo, base.watermark))}
+        if self._writes:
+            return base.dirty | new
+        base.dirty |= new
+        base.dirty_seq = head
+        return base.dirty
 
     def _search(self, namespace: str, kind: str, query: np.ndarray, k: int, exact: bool = True) -> list[tuple[str, float]]:
         """The index's k nearest rows, best first, re-scored exactly from the stored float32 vectors (an int8
@@ -189,7 +232,7 @@ class SQLiteIndexes:
                 self._index(namespace, kind)
             token = self._token(namespace)
             if token:
-                self._lexical_base(namespace, token)
+                self._lexical_bases(namespace, token)
 
     def check_indexes(self, namespace: str) -> list[str]:
         """Disagreements between the indexes and the tables (empty when they agree): every table row with a
@@ -217,13 +260,13 @@ class SQLiteIndexes:
                                 f"{len(set(have) - set(want))} entries without an observation")
             elif any(want[r] != have[r] for r in want):
                 problems.append("full-text: entries disagree with their observation's text")
-            base = self._lexical_base(namespace, token)
-            if base is not None:
+            for base in self._lexical_bases(namespace, token):
                 dirty = self._lexical_dirty(namespace, base)
                 held = set(base.rowids.tolist()) - dirty
-                expected = {r for r in want if r <= base.watermark} - dirty
+                expected = {r for r in want if base.lo < r <= base.watermark} - dirty
                 if held != expected:
-                    problems.append(f"lexical base: {len(expected - held)} rows missing, {len(held - expected)} extra")
+                    problems.append(f"lexical base (rows {base.lo}-{base.watermark}): {len(expected - held)} rows "
+                                    f"missing, {len(held - expected)} extra")
         return problems
 
 
@@ -239,6 +282,5 @@ class SQLiteIndexes:
                     for _, p in base_files(self.index_dir, token, kind):
                         p.unlink(missing_ok=True)
                         files += 1
-                files += len(impact.bases(self.index_dir, token))
-                impact.remove(self.index_dir, token)
+                files += impact.remove(self.index_dir, token)
             return files

@@ -35,6 +35,7 @@ class IndexPolicy:
     delta_fraction: float = 0.05  # fold the delta into a new base once it exceeds this share of the base
     delta_min_rows: int = 2_000  # ... and at least this many rows
     lexical_delta_fraction: float = 0.2  # the lexical base is rebuilt whole, so less often (amortised 5×)
+    lexical_segment_fraction: float = 0.02  # ... and rows after it become a new segment every 2 % (impact.py)
     connectivity: int = 16  # HNSW M
     expansion_add: int = 64  # HNSW ef_construction
     expansion_search: int = 64  # HNSW ef floor at query time; the ef used is max(this, 2 × the candidates asked)
