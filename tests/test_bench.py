@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from compassmem.bench.report import write_reports
 from compassmem.bench.runner import BenchConfig, run_benchmark
 
@@ -54,6 +56,27 @@ def test_report_has_budgeted_recall_locomo_f1_and_paired_differences(tmp_path, l
     assert "CompassMem minus each method" in (tmp_path / "report.md").read_text()
     row = next(r for r in res["rows"] if r["method"] == "bm25_turns")
     assert len(row["ranking"]) > 10  # the whole ranking is kept, not only the 10 handed turns
+    # J: a judge grades each answer; here one that calls every other answer correct (plumbing only: the
+    # real-model judge is in test_real_llm.py)
+    from compassmem.bench.judge import judge_rows
+    from compassmem.config import LLMSettings
+    from compassmem.llm import Completion, LLMClient
+
+    class Alternating:
+        model, calls = "alternating", 0
+
+        def complete(self, messages, schema, *, temperature, max_tokens, name, timeout_s=None):
+            assert name == "grade" and "Gold answer:" in messages[-1]["content"]
+            self.calls += 1
+            return Completion('{"label": "%s"}' % ("CORRECT" if self.calls % 2 else "WRONG"), 5, 2, 0.0)
+
+    client = LLMClient(Alternating(), LLMSettings(cache=False))
+    assert judge_rows(tmp_path, client, "alternating") == len(res["rows"]) == 12
+    judged = write_reports(tmp_path, res["rows"], res["timings"], "t", "cmd")
+    jm = judged["methods"]
+    assert judged["judge"] == "alternating" and sum(jm[n]["judged"] for n in jm) == 12
+    assert sum(jm[n]["j"] * jm[n]["judged"] for n in jm) == pytest.approx(6)
+    assert "LLM-as-judge accuracy J (%), judge `alternating`" in (tmp_path / "report.md").read_text()
 
 
 def test_cross_validation_chooses_on_the_other_conversations(tmp_path, locomo_path):

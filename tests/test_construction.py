@@ -139,15 +139,35 @@ def test_invalid_llm_output_after_retries_commits_nothing(tmp_path):
     mem.close()
 
 
-def test_llm_spans_are_expanded_from_their_ends():
-    from compassmem.construct.segment import span_ids
+def test_llm_spans_run_from_each_start_to_the_next_and_cannot_name_a_missing_turn():
+    from compassmem.construct.segment import numbered_lines, spans_from_starts
     from compassmem.models import Observation
 
-    obs = [Observation(id=f"D1:{i}", namespace="n", step=1, seq=i, text="t") for i in range(1, 6)]
-    assert span_ids(obs, "D1:2", "D1:4") == ["D1:2", "D1:3", "D1:4"]
-    assert span_ids(obs, "D1:4", "D1:2") == ["D1:2", "D1:3", "D1:4"]  # reversed ends are tolerated
-    assert span_ids(obs, "D1:2", "D9:9") == ["D1:2", "D9:9"]  # unknown end: left for validation to reject
-    assert span_ids(obs, "2", "3") == ["D1:2", "D1:3"]  # bare turn numbers, as small models write them
+    obs = [Observation(id=f"D1:{i}", namespace="n", step=1, seq=i, text=f"turn {i}") for i in range(1, 8)]
+    assert numbered_lines(obs).splitlines()[2] == "[3] turn 3"
+    spans = spans_from_starts(obs, [1, 4, 6])
+    assert spans.ids == {1: ["D1:1", "D1:2", "D1:3"], 4: ["D1:4", "D1:5"], 6: ["D1:6", "D1:7"]}
+    # out of order, past the end, repeated, not starting at 1: every line still lands in exactly one event
+    spans = spans_from_starts(obs, [2, 99, 4, 4])
+    assert spans.starts == [1, 7, 4, 4]
+    assert sorted(i for ids in spans.ids.values() for i in ids) == sorted(o.id for o in obs)
+
+
+def test_llm_segmenter_merges_events_that_start_on_the_same_line():
+    from compassmem.construct.segment import LLMSegmenter
+    from compassmem.models import Observation
+    from compassmem.schemas import SegEvent, SegmentOut
+
+    class Canned:
+        def structured(self, prompt, schema, **values):
+            assert "[3] Ana: turn 3" in values["observations"]
+            return SegmentOut(events=[SegEvent(start=1, summary="Ana greets."), SegEvent(start=3, summary="Ana runs."),
+                                      SegEvent(start=3, summary="Ana wins.", time_expression="yesterday")])
+
+    obs = [Observation(id=f"D1:{i}", namespace="n", step=1, seq=i, speaker="Ana", text=f"turn {i}") for i in range(1, 5)]
+    drafts = LLMSegmenter(Canned()).segment(1, obs, None)
+    assert [d.observation_ids for d in drafts] == [["D1:1", "D1:2"], ["D1:3", "D1:4"]]
+    assert drafts[1].summary == "Ana runs. Ana wins." and drafts[1].time_expression == "yesterday"
 
 
 def test_builds_and_answers_are_identical_across_processes(tmp_path):

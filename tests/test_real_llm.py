@@ -119,3 +119,55 @@ def test_llm_mode_build_and_ask_conv26(tmp_path, locomo_path):
     REPORT_DIR.mkdir(parents=True, exist_ok=True)
     (REPORT_DIR / "llm_mode_conv26.json").write_text(json.dumps(report, indent=2))
     mem.close()
+
+
+def _absolute_date(text: str) -> bool:
+    """A calendar date, a month and year, or a year: not 'yesterday' or 'last week'."""
+    import re
+
+    from compassmem.timeutil import find_expressions, parse_date
+
+    return any(parse_date(e) or re.fullmatch(r"(?:[A-Za-z]+\s+)?\d{4}", e) for e in find_expressions(text))
+
+
+@pytest.mark.skipif(not BUILD_GGUF, reason="COMPASSMEM_TEST_GGUF_BUILD not set")
+def test_both_search_modes_answer_and_a_when_answer_is_an_absolute_date(tmp_path, locomo_path):
+    """On an offline-built memory (either kind of memory serves both modes): graph mode spends one model call
+    (the answer), agentic mode stays within search.max_llm_calls, and a temporal question is answered with a
+    date, though its evidence says "yesterday"."""
+    from compassmem import Memory
+    from compassmem.ingest import load
+
+    db = tmp_path / "m.db"
+    ds = load(locomo_path, "locomo", samples=["conv-26"], sessions=(1, 3))
+    with Memory(db, embedder="hash") as offline:
+        offline.ingest(ds)
+    mem = Memory(db, llm=f"gguf:{BUILD_GGUF}", embedder="hash")
+    question = "When did Caroline go to the LGBTQ support group?"  # gold: 7 May 2023; said on 8 May: "yesterday"
+    graph = mem.ask(question, "conv-26", mode="graph")
+    assert graph.usage.llm_calls + graph.usage.cached_calls == 1 and graph.answer.strip()
+    assert _absolute_date(graph.answer), f"not an absolute date: {graph.answer!r}"
+    agentic = mem.ask(question, "conv-26", mode="agentic")
+    assert 1 < agentic.usage.llm_calls + agentic.usage.cached_calls <= mem.settings.search.max_llm_calls
+    assert agentic.answer.strip() and agentic.subgoals and agentic.trace
+    REPORT_DIR.mkdir(parents=True, exist_ok=True)
+    (REPORT_DIR / "llm_modes.json").write_text(json.dumps(
+        {mode: {"answer": a.answer, **a.usage.model_dump()} for mode, a in (("graph", graph), ("agentic", agentic))},
+        indent=2))
+    mem.close()
+
+
+@pytest.mark.skipif(not BUILD_GGUF, reason="COMPASSMEM_TEST_GGUF_BUILD not set")
+def test_the_llm_judge_grades_a_benchmark_folder(tmp_path):
+    from compassmem.bench.judge import JUDGMENTS, attach, judge_rows
+
+    rows = [{"method": "m", "qid": 1, "skipped": None, "question": "When did Caroline go to the support group?",
+             "gold": ["7 May 2023"], "answer": "7 May 2023"},
+            {"method": "m", "qid": 2, "skipped": None, "question": "What did Melanie paint?",
+             "gold": ["a sunrise"], "answer": "a sunrise over the lake"}]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    client = make_llm(f"gguf:{BUILD_GGUF}", LLMSettings(cache=False, n_ctx=4096))
+    assert judge_rows(tmp_path, client, "local") == 2
+    assert judge_rows(tmp_path, client, "local") == 0  # resumes: nothing left to grade
+    assert attach(tmp_path, rows) == "local" and rows[0]["j"] == 1  # the gold answer itself is correct
+    assert rows[1]["j"] in (0, 1) and len((tmp_path / JUDGMENTS).read_text().splitlines()) == 2

@@ -248,3 +248,63 @@ def test_best_candidate_starts_even_when_the_selector_misses_it(demo_memory, tmp
     best, worst = max(cands, key=lambda c: c.sim).event_id, min(cands, key=lambda c: c.sim).event_id
     starts = mem.ask(q, "demo").start_nodes
     assert starts == ([best, worst] if anchors else [worst])
+
+
+class _Scripted:
+    """A provider that answers each role with a fixed, valid object (plumbing only: the real-model tests in
+    test_real_llm.py check what a model makes of the prompts)."""
+
+    model = "scripted"
+
+    def __init__(self) -> None:
+        self.roles: list[str] = []
+
+    def complete(self, messages, schema, *, temperature, max_tokens, name, timeout_s=None):
+        import json
+        import re
+
+        from compassmem.llm import Completion
+
+        self.roles.append(name)
+        user = messages[-1]["content"]
+        if name == "plan":
+            out = {"subgoals": ["when the support group was", "who went"]}
+        elif name == "select":
+            out = {"selected": re.findall(r"^(\S+) \(", user, re.M)[:2]}
+        elif name == "explore_batch":
+            out = {"decisions": [{"event_id": e, "action": "EXPAND", "next": [], "satisfied": []}
+                                 for e in re.findall(r"^### Event (\S+)", user, re.M)]}
+        elif name == "explore":
+            out = {"action": "EXPAND", "next": [], "satisfied": []}
+        elif name == "refine":
+            out = {"query": "support group date"}
+        else:
+            out = {"answer": "7 May 2023"}
+        return Completion(json.dumps(out), 10, 5, 0.0)
+
+
+def test_graph_mode_calls_the_model_once_and_agentic_mode_keeps_to_its_call_budget(demo_memory):
+    from compassmem.llm import LLMClient
+    from compassmem.config import LLMSettings
+    from compassmem.roles import search_roles
+    from compassmem.search.engine import SearchEngine
+
+    mem = demo_memory
+    question = "When did Tom adopt Biscuit?"
+    for mode, budget in (("graph", None), ("agentic", 4), ("agentic", 6)):
+        provider = _Scripted()
+        client = LLMClient(provider, LLMSettings(cache=False))
+        engine = SearchEngine(mem.embedder, search_roles(client, mem.embedder, mem.settings, mem.store, mode),
+                              mem.settings.search, client, budget)
+        answer = engine.ask(mem._source("demo"), question)
+        assert answer.answer == "7 May 2023"
+        if mode == "graph":
+            assert provider.roles == ["respond"] and answer.trace, "graph mode explores offline, then answers"
+        else:
+            assert len(provider.roles) <= budget and provider.roles[-1] == "respond"
+            assert provider.roles[:3] == ["plan", "select", "explore_batch"]
+            assert "explore" not in provider.roles  # a round of all explorers is one call
+            if budget == 4:
+                assert provider.roles == ["plan", "select", "explore_batch", "respond"]
+    with pytest.raises(InputError, match="mode must be one of"):
+        mem.ask(question, "demo", mode="fast")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -33,6 +33,10 @@ class ConstructionSettings(BaseModel):
 class SearchSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    mode: Literal["agentic", "graph"] = Field(
+        "agentic", description="with an LLM: 'agentic' - the model plans, picks start nodes and explores (the paper); "
+                               "'graph' - the offline explorers walk the graph and the model only writes the answer "
+                               "(1 call per question). Without an LLM both are the offline search")
     top_k: int = Field(5, ge=1, le=100, description="k: directly retrieved candidates")
     topics_p: int = Field(5, ge=0, le=50, description="p: distinct topics taken from the ranked list")
     pool_size: int = Field(50, ge=1, description="ranked list length scanned for topics")
@@ -43,6 +47,9 @@ class SearchSettings(BaseModel):
     max_next: int = Field(3, ge=0, le=10, description="neighbours an EXPAND may enqueue")
     max_steps: int = Field(24, ge=1, description="explorer steps per round (all explorers together)")
     batch_explorers: bool = Field(False, description="decide each round of all explorers in one LLM call")
+    max_llm_calls: int = Field(4, ge=2, le=100, description="agentic mode: model calls per question, all roles "
+                               "together; exploration then decides each round of all explorers in one call and stops "
+                               "when only the answer's call is left (refinement only if 2 calls are left)")
     refinement: bool = Field(True, description="one gap-aware round when subgoals stay open")
     use_planner: bool = Field(True, description="off: the question is the only subgoal (ablation)")
     use_topics: bool = Field(True, description="off: no topic candidates at localisation (ablation)")

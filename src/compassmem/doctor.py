@@ -17,7 +17,9 @@ _OBS = "[D1:1] [8 May 2023] Ana: I adopted a puppy yesterday because my old dog 
 
 # role -> (schema, template variables): small but realistic inputs for each prompt
 ROLE_CHECKS: dict[str, tuple[type[BaseModel], dict[str, object]]] = {
-    "segment": (schemas.SegmentOut, {"step": 1, "world_time": "8 May 2023", "observations": _OBS, "target_events": 2}),
+    "segment": (schemas.SegmentOut, {"step": 1, "world_time": "8 May 2023", "target_events": 2,
+                                     "observations": "\n".join(f"[{i}] {line.split('] ', 1)[1]}"
+                                                               for i, line in enumerate(_OBS.splitlines(), 1))}),
     "relate": (schemas.RelateOut, {"step": 1, "observations": _OBS,
                                    "events": "E1: Ana's old dog died (D1:1)\nE2: Ana adopted a puppy named Luna (D1:1, D1:3)"}),
     "judge": (schemas.JudgeOut, {"old_time": "2023-05-07", "old_people": "Ana", "old_summary": "Ana adopted a puppy.",
@@ -39,8 +41,10 @@ ROLE_CHECKS: dict[str, tuple[type[BaseModel], dict[str, object]]] = {
         "max_next": 3}),
     "refine": (schemas.RefineOut, {"question": "Why did Ana adopt a puppy?", "satisfied": "- (none)",
                                    "unsatisfied": "- reason for adopting", "evidence": "(nothing yet)"}),
-    "respond": (schemas.RespondOut, {"context": "[8 May 2023] Ana: I adopted a puppy yesterday.",
-                                     "question": "When did Ana adopt a puppy?"}),
+    "respond": (schemas.RespondOut, {"context": '[8 May 2023] Ana: I adopted a puppy yesterday. (dates: "yesterday" '
+                                                '= 7 May 2023)', "question": "When did Ana adopt a puppy?"}),
+    "grade": (schemas.GradeOut, {"question": "When did Ana adopt a puppy?", "gold": "7 May 2023",
+                                 "answer": "on May 7th, 2023"}),
 }
 
 

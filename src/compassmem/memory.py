@@ -62,8 +62,17 @@ class Memory:
                                        construction_roles(self.llm, self.embedder, self.settings),
                                        self.settings.construction, self.llm)
         self.editor = Editor(self.constructor)
-        self.engine = SearchEngine(self.embedder, search_roles(self.llm, self.embedder, self.settings, self.store),
-                                   self.settings.search, self.llm)
+        self.engine = self._engine(self.settings.search.mode)
+
+    def _engine(self, mode: str) -> SearchEngine:
+        """The search engine of a mode ('agentic' or 'graph', see SearchSettings.mode), made once."""
+        engines = self.__dict__.setdefault("_engines", {})
+        if mode not in engines:
+            budget = self.settings.search.max_llm_calls if self.llm is not None and mode == "agentic" else None
+            engines[mode] = SearchEngine(self.embedder, search_roles(self.llm, self.embedder, self.settings,
+                                                                     self.store, mode), self.settings.search, self.llm,
+                                         budget)
+        return engines[mode]
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -257,13 +266,16 @@ class Memory:
         return load
 
     def ask(self, question: str, namespace: str | None = None, *, filters: Filters | dict | None = None,
-            user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> Answer:
+            user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+            mode: str | None = None) -> Answer:
         """Answer by actively searching the namespace's Event Graph (only the observations that pass
-        `filters`: {'since', 'until', 'speaker', 'meta'}, see models.Filters)."""
+        `filters`: {'since', 'until', 'speaker', 'meta'}, see models.Filters). `mode`: 'agentic' or
+        'graph' for this call (default: settings.search.mode; it matters only with an LLM)."""
         question = validate.question(question, self.settings.search.max_question_chars)
+        engine = self._engine(validate.search_mode(mode)) if mode is not None else self.engine
         namespace = namespace_for(namespace, user_id, agent_id, run_id)
         with _working_for(namespace):
-            return self.engine.ask(self._source(namespace, filters), question)
+            return engine.ask(self._source(namespace, filters), question)
 
     def search(self, query: str, namespace: str | None = None, limit: int = 10, *,
                filters: Filters | dict | None = None, user_id: str | None = None, agent_id: str | None = None,

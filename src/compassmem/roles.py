@@ -29,10 +29,13 @@ def construction_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings
     return ConstructionRoles(LLMSegmenter(llm), LLMRelationExtractor(llm), LLMFusionJudge(llm), LLMLabeler(llm))
 
 
-def search_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings: Settings, store: Store) -> SearchRoles:
-    if llm is None:
-        return SearchRoles(OfflinePlanner(), OfflineStartSelector(),
-                           lambda graph, sims: OfflinePolicy(graph, sims), ExtractiveResponder(embedder, store))
+def search_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings: Settings, store: Store,
+                 mode: str | None = None) -> SearchRoles:
+    """`mode` (default: settings.search.mode): 'agentic' gives every search role to the model; 'graph' keeps
+    planning, start selection and exploration offline and gives the model only the answer."""
+    if llm is None or (mode or settings.search.mode) == "graph":
+        return SearchRoles(OfflinePlanner(), OfflineStartSelector(), lambda graph, sims: OfflinePolicy(graph, sims),
+                           ExtractiveResponder(embedder, store) if llm is None else LLMResponder(llm))
     show = settings.search.use_relations
     return SearchRoles(LLMPlanner(llm), LLMStartSelector(llm), lambda graph, sims: LLMPolicy(llm, graph, show),
                        LLMResponder(llm))

@@ -15,8 +15,7 @@ Short = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 
 class SegEvent(BaseModel):
-    first_id: Id = Field(description="id of the event's first observation")
-    last_id: Id = Field(description="id of the event's last observation")
+    start: int = Field(ge=1, le=1000, description="number of the event's first line; it runs to the next event's start")
     summary: str = Field(min_length=1, max_length=240, description="keeps names, numbers, dates, places")
     time_expression: str | None = Field(default=None, max_length=60, description="time as said, e.g. 'last Saturday'")
     participants: list[Name] = Field(default_factory=list, max_length=3)
@@ -72,6 +71,10 @@ class ExploreBatchOut(BaseModel):
 
 class RefineOut(BaseModel):
     query: str = Field(min_length=1, max_length=300)
+
+
+class GradeOut(BaseModel):
+    label: Literal["CORRECT", "WRONG"]
 
 
 class RespondOut(BaseModel):

@@ -130,6 +130,15 @@ def question(value: Any, limit: int) -> str:
     return q
 
 
+SEARCH_MODES = ("agentic", "graph")
+
+
+def search_mode(value: Any) -> str:
+    if value not in SEARCH_MODES:
+        raise InputError(f"mode must be one of {', '.join(SEARCH_MODES)}, got {_describe(value)}")
+    return value
+
+
 def filters(value: Any) -> Filters | None:
     """Search filters from a Filters or a dict ({'since', 'until', 'speaker', 'meta'}); None or empty: none."""
     if value is None:

@@ -27,6 +27,7 @@ ABLATIONS = {
     "no_planner": {"search.use_planner": False},
     "chunks100": {},  # different construction: fixed ~100-token chunks instead of events
     "batched": {"search.batch_explorers": True},  # not an ablation: same search, one LLM call per round
+    "compassmem_graph": {"search.mode": "graph"},  # with an LLM: offline exploration, the model only answers
 }
 ALL_METHODS = ("compassmem", *BASELINES, *ABLATIONS)
 RANKING_DEPTH = 400  # observations of a baseline's ranking kept: well past the largest budget (2,000 tokens)

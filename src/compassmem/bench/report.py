@@ -33,6 +33,7 @@ def summarise(rows: list[dict], timings: list[dict]) -> dict[str, Any]:
             sub = [r for r in answered if r["category"] == c]
             if sub:
                 cats[label] = {"n": len(sub), "f1": _avg([r["f1"] for r in sub]), "bleu1": _avg([r["bleu1"] for r in sub]),
+                               "j": _avg([r.get("j") for r in sub]),
                                "locomo_f1": _avg([r.get("locomo_f1") for r in sub]),
                                "evidence_recall": _avg([r["evidence_recall"] for r in sub]),
                                **{k: _avg([r.get(k) for r in sub]) for k in RECALLS}}
@@ -41,6 +42,7 @@ def summarise(rows: list[dict], timings: list[dict]) -> dict[str, Any]:
             "n": len(answered), "skipped": len(rs) - len(answered),
             "skip_reason": next((r["skipped"] for r in rs if r["skipped"]), None),
             "f1": _avg([r["f1"] for r in answered]), "bleu1": _avg([r["bleu1"] for r in answered]),
+            "j": _avg([r.get("j") for r in answered]), "judged": sum(r.get("j") is not None for r in answered),
             "locomo_f1": _avg([r.get("locomo_f1") for r in answered]),
             "evidence_recall": _avg([r["evidence_recall"] for r in answered]),
             **{k: _avg([r.get(k) for r in answered]) for k in RECALLS},
@@ -135,6 +137,14 @@ def markdown(summary: dict[str, Any], title: str, command: str) -> str:
             out.append(f"| {n} | " + " | ".join(_fmt(m[n].get(k)) for k in RECALLS) +
                        f" | {_fmt(m[n].get('locomo_f1'))} | {m[n].get('answers_that_are_questions', '–')} |")
     cats = [c for c in CATEGORIES.values() if any(c in m[n]["categories"] for n in names)]
+    if any(m[n].get("j") is not None for n in names):
+        judge = summary.get("judge") or "?"
+        out += ["", f"LLM-as-judge accuracy J (%), judge `{judge}` (question, gold answer, answer -> CORRECT / WRONG, "
+                "the mem0 / Zep protocol). A small local judge gives an indicative figure, not one to set beside "
+                "published J.", "", "| method | judged | J | " + " | ".join(cats) + " |", "|---|---|---|" + "---|" * len(cats)]
+        for n in names:
+            cells = [_fmt(d.get("j")) if (d := m[n]["categories"].get(c)) else "–" for c in cats]
+            out.append(f"| {n} | {m[n]['judged']} | {_fmt(m[n].get('j'))} | " + " | ".join(cells) + " |")
     if cats and any(m[n].get(RECALLS[1]) is not None for n in names):
         out += ["", f"Per category — {RECALLS[1]} / {RECALLS[2]} (%):", "", "| method | " + " | ".join(cats) + " |",
                 "|---|" + "---|" * len(cats)]
@@ -210,8 +220,13 @@ def plot(summary: dict[str, Any], path: Path) -> None:
 
 
 def write_reports(out: Path, rows: list[dict], timings: list[dict], title: str, command: str) -> dict[str, Any]:
+    from .judge import attach
+
+    judge = attach(out, rows)
     summary = summarise(rows, timings)
     summary["command"] = command
+    summary["title"] = title
+    summary["judge"] = judge
     (out / "results.json").write_text(json.dumps(summary, indent=2))
     (out / "report.md").write_text(markdown(summary, title, command))
     plot(summary, out / "per_category.png")

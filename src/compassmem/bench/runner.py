@@ -124,8 +124,9 @@ def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
             methods.append(CompassMemMethod(name, Memory(llm=cfg.llm, embedder=cfg.embedder, store=main.store,
                                                          settings=variant_settings(cfg.settings, name),
                                                          base_url=cfg.base_url, api_key=cfg.api_key)))
-        elif name == "full_context":
-            methods.append(FullContext(main, responder, cfg.full_context_tokens))
+        elif name == "full_context":  # an in-process model's window bounds it too (prompt and answer need room)
+            window = cfg.settings.llm.n_ctx - 1024 if cfg.llm.startswith("gguf:") else cfg.full_context_tokens
+            methods.append(FullContext(main, responder, min(cfg.full_context_tokens, window)))
         elif name == "rag512":
             methods.append(RAGChunks(main, responder, main.embedder))
         elif base == "dense_turns":

@@ -85,12 +85,15 @@ def ask(
     api_key: Optional[str] = KeyOpt, as_json: bool = typer.Option(False, "--json", help="Print the Answer as JSON."),
     since: Optional[str] = SinceOpt, until: Optional[str] = UntilOpt, speaker: Optional[list[str]] = SpeakerOpt,
     meta: Optional[list[str]] = MetaOpt,
+    mode: Optional[str] = typer.Option(None, "--mode", help="With --llm: 'agentic' (the model plans, picks starts and "
+                                       "explores) or 'graph' (offline exploration, the model only answers: 1 call). "
+                                       "Default: search.mode, agentic."),
 ) -> None:
     """Answer a question by actively searching one namespace's Event Graph."""
     from .render import render_answer
 
     mem = open_memory(db, llm, None, config, base_url, api_key, must_exist=True)
-    answer = mem.ask(question, namespace, filters=filters_from(since, until, speaker, meta))
+    answer = mem.ask(question, namespace, filters=filters_from(since, until, speaker, meta), mode=mode)
     if as_json:
         print(answer.model_dump_json(indent=2))
     else:

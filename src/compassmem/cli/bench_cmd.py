@@ -1,11 +1,12 @@
-"""`compassmem bench locomo|narrativeqa|scale|load|cv`."""
+"""`compassmem bench locomo|narrativeqa|judge|scale|load|cv`."""
 
 from __future__ import annotations
 
 import shlex
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Iterator, Optional
 
 import typer
 from rich.console import Console
@@ -20,7 +21,23 @@ console = Console()
 err = Console(stderr=True)
 
 METHODS_HELP = ("Comma-separated methods (default all): compassmem, full_context, rag512, dense_turns, bm25_turns, "
-                "no_topics, no_relations, no_refinement, no_planner, chunks100")
+                "no_topics, no_relations, no_refinement, no_planner, chunks100, compassmem_graph (with --llm: the "
+                "offline search, the model only answers)")
+
+
+@contextmanager
+def _progress() -> Iterator[Callable[[str, int, int], None]]:
+    """A bar per phase ('building', 'answering', 'judging', ...) on stderr."""
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err) as bar:
+        tasks: dict[str, int] = {}
+
+        def progress(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        yield progress
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -40,15 +57,7 @@ def _run(dataset: str, data: Path, out: Path, samples: str | None, sessions: str
                       samples=_split(samples), sessions=parse_range(sessions), limit=limit, limit_docs=limit_docs,
                       llm=llm, embedder=embedder, base_url=base_url, api_key=api_key,
                       settings=Settings.load(config, **overrides), turns_k=turns_k, db=db)
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err) as bar:
-        tasks: dict[str, int] = {}
-
-        def progress(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=total)
-            bar.update(tasks[phase], completed=done, total=total)
-
+    with _progress() as progress:
         result = run_benchmark(cfg, progress)
     command = "compassmem " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     summary = write_reports(out, result["rows"], result["timings"], f"{dataset} benchmark", command)
@@ -80,6 +89,40 @@ def locomo(data: Path = DataOpt, out: Path = OutOpt,
     """LoCoMo: categories 1-4 (5 excluded), F1, BLEU-1, evidence recall, cost."""
     _run("locomo", data, out, samples, sessions, methods, llm, embedder, limit, None, config, base_url, api_key,
          turns_k, top_k, db)
+
+
+@bench_app.command()
+def judge(out: Path = OutOpt,
+          llm: str = typer.Option(..., "--llm", help="The judge: openai:MODEL | gguf:PATH."),
+          base_url: Optional[str] = typer.Option(None, "--base-url"),
+          api_key: Optional[str] = typer.Option(None, "--api-key"),
+          config: Optional[Path] = typer.Option(None, "--config")) -> None:
+    """LLM-as-judge accuracy J for a finished `bench locomo|narrativeqa` folder: each answer, with its
+    question and gold answer, graded CORRECT or WRONG (the mem0 / Zep protocol); report.md gains a J table.
+    Resumable; a small local judge gives an indicative figure."""
+    import json
+
+    from ..bench.judge import judge_rows
+    from ..bench.report import write_reports
+    from ..config import Settings
+    from ..errors import InputError
+    from ..llm import make_llm
+
+    if not (out / "results.jsonl").is_file():
+        raise InputError(f"{out} holds no results.jsonl: run `compassmem bench locomo --out {out}` first")
+    client = make_llm(llm, Settings.load(config).llm, base_url=base_url, api_key=api_key)
+    if client is None:
+        raise InputError("the judge must be a model (--llm openai:MODEL or gguf:PATH), not none")
+    with _progress() as progress:
+        graded = judge_rows(out, client, llm, progress)
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+    timings = json.loads((out / "construction.json").read_text()) if (out / "construction.json").is_file() else []
+    previous = json.loads((out / "results.json").read_text()) if (out / "results.json").is_file() else {}
+    summary = write_reports(out, rows, timings, previous.get("title", "benchmark"), previous.get("command", "?"))
+    for name, m in summary["methods"].items():
+        j = "–" if m["j"] is None else f"{100 * m['j']:.2f}"
+        console.print(f"{name:18s} judged {m['judged']:4d}  J {j:>6}")
+    console.print(f"[green]✓[/] {graded} answers graded; {escape(str(out))}/report.md")
 
 
 @bench_app.command()

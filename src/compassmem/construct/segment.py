@@ -127,24 +127,42 @@ class LLMSegmenter:
             return []
         target = max(1, min(10, round(len(observations) / 3)))
         out = self.llm.structured(prompt("segment"), SegmentOut, step=step, world_time=world_time or "unknown",
-                                  observations=render_observations(observations), target_events=target)
-        return [DraftEvent(e.summary.strip(), span_ids(observations, e.first_id.strip(), e.last_id.strip()),
-                           list(e.participants), e.time_expression) for e in out.events]
+                                  observations=numbered_lines(observations), target_events=target)
+        spans = spans_from_starts(observations, [e.start for e in out.events])
+        drafts: dict[int, DraftEvent] = {}
+        for start, e in zip(spans.starts, out.events):
+            d = drafts.get(start)
+            if d is None:
+                drafts[start] = DraftEvent(e.summary.strip(), spans.ids[start], list(e.participants), e.time_expression)
+            else:  # two events named the same first line: one event, nothing said about it is lost
+                d.summary = f"{d.summary} {e.summary.strip()}"
+                d.participants = list(dict.fromkeys(d.participants + list(e.participants)))[:3]
+                d.time_expression = d.time_expression or e.time_expression
+        return [drafts[k] for k in sorted(drafts)]
 
 
-def span_ids(observations: list[Observation], first: str, last: str) -> list[str]:
-    """Events are contiguous stretches of the stream (EST), so the model names only the two ends.
-    Unknown ends are returned as-is for the pipeline to reject and report."""
-    pos = {o.id: i for i, o in enumerate(observations)}
-    if first not in pos or last not in pos:
-        # small models often write "3" for "D1:3": accept a bare number when exactly one id ends with it
-        by_suffix: dict[str, list[int]] = {}
-        for i, o in enumerate(observations):
-            by_suffix.setdefault(re.split(r"[:\-_.]", o.id)[-1], []).append(i)
-        for end in (first, last):
-            if end not in pos and len(by_suffix.get(end, [])) == 1:
-                pos[end] = by_suffix[end][0]
-    if first not in pos or last not in pos:
-        return [x for x in (first, last) if x]
-    a, b = sorted((pos[first], pos[last]))
-    return [o.id for o in observations[a : b + 1]]
+def numbered_lines(observations: list[Observation]) -> str:
+    """A step's observations as the segmenter sees them: numbered from 1 within the step. Small models
+    copied ids such as 'D3:30' wrongly (a 0.5B model named turns that did not exist in 3 of 5 events of
+    a session); a line number they only have to read back."""
+    return "\n".join(f"[{i}] {o.render()}" for i, o in enumerate(observations, 1))
+
+
+@dataclass
+class Spans:
+    starts: list[int]  # per event in the model's order: its first line (1-based), as read
+    ids: dict[int, list[str]]  # first line -> the observation ids of the event that starts there
+
+
+def spans_from_starts(observations: list[Observation], starts: list[int]) -> Spans:
+    """Events are contiguous stretches of the stream that follow each other (EST), so each event is named
+    by its first line only and runs to the next event's start: no span can name a turn that does not
+    exist, overlap another or leave a gap. A start past the end is read as the last line; the earliest
+    start is read as line 1 (lines before it belong to the first event)."""
+    n = len(observations)
+    read = [min(max(s, 1), n) for s in starts]
+    if read:
+        first = min(read)
+        read = [1 if s == first else s for s in read]
+    bounds = sorted(set(read)) + [n + 1]
+    return Spans(read, {a: [o.id for o in observations[a - 1 : b - 1]] for a, b in zip(bounds, bounds[1:])})

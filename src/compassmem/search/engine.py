@@ -60,12 +60,17 @@ def check_question(question: str, settings: SearchSettings) -> str:
 
 
 class SearchEngine:
+    """`call_budget`: model calls per question when the roles are the model's (agentic mode): exploration
+    then decides a whole round of explorers per call and stops while the answer's call is still free.
+    None: no budget (offline roles, or graph mode, whose only call is the answer)."""
+
     def __init__(self, embedder: CachedEmbedder, roles: SearchRoles, settings: SearchSettings | None = None,
-                 llm: LLMClient | None = None) -> None:
+                 llm: LLMClient | None = None, call_budget: int | None = None) -> None:
         self.embedder = embedder
         self.roles = roles
         self.settings = settings or SearchSettings()
         self.llm = llm
+        self.call_budget = call_budget
 
     def ask(self, graph: GraphSource, question: str) -> Answer:
         s = self.settings
@@ -73,7 +78,7 @@ class SearchEngine:
         scope = (self.llm.operation(deadline_s=self.llm.settings.ask_deadline_s, label="ask")
                  if self.llm is not None else nullcontext(Usage()))
         with scope as usage:
-            answer = self._ask(graph, question)
+            answer = self._ask(graph, question, usage)
         answer.usage = usage.model_copy()
         answer.usage.latency_s = round(answer.usage.latency_s, 3)
         return answer
@@ -84,7 +89,23 @@ class SearchEngine:
         picks = self.roles.selector.select(query, subgoals, cands, graph, sv, s.max_start_nodes)
         return with_anchors(picks, cands, s.anchor_starts, s.max_start_nodes)
 
-    def _ask(self, source: GraphSource, question: str) -> Answer:
+    def _rounds_left(self, usage: Usage, reserve: int = 1) -> int | None:
+        """Exploration rounds the call budget still allows, keeping `reserve` calls (the answer's); a replay
+        from the response cache counts like a call, so a re-ask takes the same path."""
+        if self.call_budget is None:
+            return None
+        return max(0, self.call_budget - usage.llm_calls - usage.cached_calls - reserve)
+
+    def _explore(self, frontier: Frontier, graph: GraphView, policy: ExplorerPolicy, question: str, subgoals: list[str],
+                 usage: Usage) -> None:
+        s = self.settings
+        budget = self._rounds_left(usage)
+        if budget == 0:
+            return
+        run_rounds(s.explorers, frontier, graph, policy, question, subgoals, s.max_next, s.use_relations,
+                   s.batch_explorers or budget is not None, max_rounds=budget)
+
+    def _ask(self, source: GraphSource, question: str, usage: Usage) -> Answer:
         s, roles = self.settings, self.roles
         subgoals = roles.planner.plan(question, s.max_subgoals) if s.use_planner else [question]
         subgoals = subgoals or [question]
@@ -103,11 +124,11 @@ class SearchEngine:
         starts = self._starts(question, subgoals, cands, graph, sv)
         with frontier.cond:
             frontier.push(starts)
-        run_rounds(s.explorers, frontier, graph, policy, question, subgoals, s.max_next, s.use_relations,
-                   s.batch_explorers)
+        self._explore(frontier, graph, policy, question, subgoals, usage)
 
         refined: str | None = None
-        if s.refinement and not all(frontier.satisfied) and frontier.queue_size() == 0:
+        room = self._rounds_left(usage, reserve=3)  # calls for the refined query, its start selection, a round, the answer
+        if s.refinement and not all(frontier.satisfied) and frontier.queue_size() == 0 and room != 0:
             kept, satisfied, seen = frontier.snapshot()
             evidence = "\n".join(line for k in kept for line in graph.source_lines(graph.events[k]))
             refined = roles.planner.refine(question, subgoals, satisfied, evidence[-4000:])
@@ -118,8 +139,7 @@ class SearchEngine:
                 frontier.reopen(s.max_steps)
                 with frontier.cond:
                     frontier.push(new_starts)
-                run_rounds(s.explorers, frontier, graph, policy, question, subgoals, s.max_next, s.use_relations,
-                   s.batch_explorers)
+                self._explore(frontier, graph, policy, question, subgoals, usage)
 
         kept = list(frontier.kept)
         ranking, _ = self.rank(graph, question, qv, kept)

@@ -92,7 +92,8 @@ class LLMPolicy:
         return "\n".join(f"{j}. [{'x' if s else ' '}] {t}" for j, (t, s) in enumerate(zip(ctx.subgoals, ctx.satisfied)))
 
     def _kept(self, ctx: StepContext) -> str:
-        return "\n".join(line for e in ctx.kept for line in self.graph.source_lines(e))[-6000:] or "(none)"
+        """Kept events by their summaries, newest last: whole spans made prompts of 6 K characters."""
+        return "\n".join(f"- {e.id} ({e.time.label()}): {e.summary[:240]}" for e in ctx.kept)[-2400:] or "(none)"
 
     def _neighbours(self, ctx: StepContext) -> str:
         rows = []
@@ -102,7 +103,9 @@ class LLMPolicy:
         return "\n".join(rows) or "(none)"
 
     def _current(self, ctx: StepContext) -> str:
-        return "\n".join(self.graph.source_lines(ctx.event)) or ctx.event.summary
+        """The event's summary and the one source turn that best matches the question, not its whole span."""
+        line = self.graph.best_line(ctx.event, ctx.question)
+        return f"{ctx.event.summary}\nBest matching turn: {line}" if line else ctx.event.summary
 
     def decide(self, ctx: StepContext) -> ExploreOut:
         return self.llm.structured(
@@ -148,19 +151,23 @@ def _apply(frontier: Frontier, worker: int, ctx: StepContext, out: ExploreOut, m
 
 
 def run_rounds(n: int, frontier: Frontier, graph: GraphView, policy: ExplorerPolicy, question: str,
-               subgoals: list[str], max_next: int, use_relations: bool, batched: bool = False) -> None:
+               subgoals: list[str], max_next: int, use_relations: bool, batched: bool = False,
+               max_rounds: int | None = None) -> int:
     """The explorers step in synchronous rounds over one frontier: each round the n active explorers claim
     the n best nodes, decide in parallel (threads, or one call for all when `batched`), and the decisions
     are applied in explorer order. Every decision of a round sees the same state, so a search is
     reproducible (same prompts, so LLM-cache hits on a re-ask) whatever the threads' timing. An explorer
-    that said ANSWER sits out the following rounds."""
+    that said ANSWER sits out the following rounds. `max_rounds`: stop after that many rounds (a batched
+    LLM policy makes one call per round). Returns the number of rounds run."""
     active = list(range(n))
+    rounds = 0
     threads = n if getattr(policy, "concurrent", True) else 0
     with ThreadPoolExecutor(max_workers=max(threads, 1), thread_name_prefix="explorer") as pool:
-        while active:
+        while active and (max_rounds is None or rounds < max_rounds):
             claimed = frontier.take_many(len(active))
             if not claimed:
-                return
+                return rounds
+            rounds += 1
             ctxs = [_context(frontier, graph, eid, question, subgoals, max_next, use_relations) for eid in claimed]
             try:
                 if batched:
@@ -176,3 +183,4 @@ def run_rounds(n: int, frontier: Frontier, graph: GraphView, policy: ExplorerPol
             for worker, ctx, out in zip(active, ctxs, outs):
                 _apply(frontier, worker, ctx, out, max_next)
             active = [w for w, out in zip(active, outs) if out.action != "ANSWER"] + active[len(outs):]
+    return rounds

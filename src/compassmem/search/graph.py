@@ -211,14 +211,19 @@ class GraphView:
                 self._lexical[terms] = hits
         if not hits or hits[0][1] <= 0:
             return None
-        if not hasattr(self, "_obs_row"):
-            self._obs_row = {o: i for i, o in enumerate(self._obs_order)}
+        row = self._obs_rows()
         out = np.zeros(len(self._obs_order))
         for oid, score in hits:
-            i = self._obs_row.get(oid)
+            i = row.get(oid)
             if i is not None:
                 out[i] = score
         return out / hits[0][1]
+
+    def _obs_rows(self) -> dict[str, int]:
+        """observation id -> its row in obs_order / obs_matrix."""
+        if not hasattr(self, "_obs_row"):
+            self._obs_row = {o: i for i, o in enumerate(self._obs_order)}
+        return self._obs_row
 
     def event_of(self, observation_id: str) -> str | None:
         return self._owner.get(observation_id)
@@ -287,6 +292,19 @@ class GraphView:
             if limit is not None and len(out) >= limit:
                 break
         return out
+
+    def best_line(self, event: Event, text: str) -> str | None:
+        """The event's source observation that scores best for `text` (its memoised scores: the question's
+        were computed when the ask began), rendered; None for an event without loaded observations."""
+        ids = [o for o in event.observation_ids if o in self.observations]
+        if not ids:
+            return None
+        with _LOCK:
+            memo = self._score_memo.get(text)
+        if memo is not None:
+            row = self._obs_rows()
+            ids.sort(key=lambda o: -float(memo[row[o]]) if o in row else 1.0)
+        return self.observations[ids[0]].render()
 
     def source_lines(self, event: Event) -> list[str]:
         """The raw observations behind an event, in stream order: what roles read as evidence."""

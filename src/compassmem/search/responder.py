@@ -8,7 +8,7 @@ from ..llm import LLMClient
 from ..models import Event, Observation
 from ..prompts import prompt
 from ..schemas import RespondOut
-from ..timeutil import find_expressions, fmt, from_iso, parse_date, resolve_in_text
+from ..timeutil import find_expressions, fmt, from_iso, parse_date, resolve, resolve_in_text
 from .extract import WHEN
 from .graph import approx_tokens
 
@@ -36,6 +36,24 @@ def evidence_lines(observations: list[Observation], max_tokens: int) -> list[str
     return lines
 
 
+def dated_line(o: Observation) -> str:
+    """An evidence line for a model, each relative time in it followed by the date it means, worked out
+    from the line's own date: small models copied the prompt's example year instead of doing the
+    arithmetic, and a model that is handed the date has none to do."""
+    line = evidence_line(o)
+    day = from_iso(o.date)
+    if day is None:
+        return line
+    notes = []
+    for expr in find_expressions(o.text):
+        if parse_date(expr):
+            continue
+        resolved = resolve(expr, day)
+        if resolved is not None:
+            notes.append(f'"{expr}" = {resolved.label}')
+    return f"{line} (dates: {'; '.join(notes)})" if notes else line
+
+
 class Responder(Protocol):
     def respond(self, question: str, events: list[Event], observations: list[Observation], max_tokens: int) -> str: ...
 
@@ -45,7 +63,8 @@ class LLMResponder:
         self.llm = llm
 
     def respond(self, question: str, events: list[Event], observations: list[Observation], max_tokens: int) -> str:
-        context = "\n".join(evidence_lines(observations, max_tokens)) or "(no memory)"
+        shown = len(evidence_lines(observations, max_tokens))  # the budget counts the lines as every method shows them
+        context = "\n".join(dated_line(o) for o in observations[:shown]) or "(no memory)"
         answer = self.llm.structured(prompt("respond"), RespondOut, context=context, question=question).answer.strip()
         return absolutise(answer, question, observations)
 

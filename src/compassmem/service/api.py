@@ -10,7 +10,7 @@ other requests. Errors are `application/problem+json` (RFC 9457) with one-line d
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -59,6 +59,8 @@ class SearchRequest(Scope):
 class AskRequest(Scope):
     question: str = Field(..., max_length=10_000)
     filters: dict[str, Any] | None = None
+    mode: Literal["agentic", "graph"] | None = Field(None, description="with an LLM: 'graph' lets the model only answer "
+                                                                      "(1 call); default: the server's search.mode")
 
 
 class UpdateRequest(Scope):
@@ -179,7 +181,7 @@ def create_app(memory: Memory, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
     @app.post("/v1/ask", tags=["memories"])
     def ask(body: AskRequest, t: Tenant = Depends(authed)) -> dict:
         """The full method: plan, explore the graph, answer from the evidence (cites observation ids)."""
-        return t.public(memory.ask(body.question, known(t, t.namespace(body)), filters=body.filters))
+        return t.public(memory.ask(body.question, known(t, t.namespace(body)), filters=body.filters, mode=body.mode))
 
     @app.get("/v1/memories", tags=["memories"])
     def list_events(namespace: str = Query("default", max_length=200), offset: int = Query(0, ge=0, le=2**31),

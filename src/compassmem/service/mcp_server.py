@@ -58,9 +58,11 @@ def create_mcp(memory: Memory) -> MCPServer:
         return {"namespace": namespace, "hits": [h.model_dump(mode="json") for h in hits]}
 
     @server.tool(description="Answer a question from a namespace's memory by actively exploring its event graph. "
-                             "Returns the answer, the observation ids it rests on, and the evidence events.")
-    async def ask_memory(question: str, namespace: str = "default") -> dict[str, Any]:
-        a = await run(memory.ask, question, namespace)
+                             "Returns the answer, the observation ids it rests on, and the evidence events. "
+                             "mode (with a model configured): 'graph' lets the model only write the answer (one "
+                             "call), 'agentic' lets it plan and explore too.")
+    async def ask_memory(question: str, namespace: str = "default", mode: str | None = None) -> dict[str, Any]:
+        a = await run(memory.ask, question, namespace, mode=mode)
         return {"answer": a.answer, "observation_ids": a.observation_ids(),
                 "evidence": [e.model_dump(mode="json") for e in a.evidence], "usage": a.usage.model_dump()}
 
