@@ -206,6 +206,30 @@ def test_postgres_builds_hnsw_once_a_namespace_is_large_and_still_finds_the_near
         names = {r[0] for r in store._q("SELECT indexname FROM pg_indexes WHERE indexname LIKE %s", ("%hnsw",))}
         assert store.get_meta("hnsw_indexes") == "1" and "events_hnsw" in names
         q = _vec(99)
-        assert [e for e, _ in store.search_events("a", q, 5, exact=False)] == [e for e, _ in store.search_events("a", q, 5)]
+        ids, mat = store.event_matrix("a")
+        truth = [ids[i] for i in np.argsort(-(mat @ (q / np.linalg.norm(q))), kind="stable")[:5]]
+        assert [e for e, _ in store.search_events("a", q, 5, exact=False)] == truth
+        assert [e for e, _ in store.search_events("a", q, 5)] == truth
+        # the ANN query is one the HNSW index can answer (a second sort key made pgvector sort every row)
+        psycopg = pytest.importorskip("psycopg")
+        from pgvector.psycopg import register_vector
+
+        seen: list[str] = []
+        real_execute = psycopg.Connection.execute
+
+        def spy(self, query, params=None, **kw):
+            if "ORDER BY" in str(query) and "<=>" in str(query):
+                seen.append(str(query))
+            return real_execute(self, query, params, **kw)
+
+        monkeypatch.setattr(psycopg.Connection, "execute", spy)
+        store.search_events("a", q, 5)
+        monkeypatch.undo()
+        with psycopg.connect(pg_url) as conn:
+            register_vector(conn)
+            conn.execute("SET enable_seqscan = off")
+            conn.execute("SET enable_sort = off")  # only an index that yields the order can avoid a sort
+            plan = conn.execute("EXPLAIN " + seen[-1], ("a", q.astype(np.float32), 26), binary=True).fetchall()
+        assert "events_hnsw" in " ".join(r[0] for r in plan), plan
     finally:
         store.close()

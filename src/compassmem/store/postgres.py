@@ -307,14 +307,17 @@ class PostgresStore(PostgresEditing, KindCalls):
 
 
     def _search(self, namespace: str, kind: str, query: np.ndarray, k: int, exact: bool = True) -> list[tuple[str, float]]:
-        """pgvector proposes candidates by cosine distance (HNSW, or an exact scan when `exact`); they are
-        re-scored from the stored vectors exactly as the SQLite store does, so both rank alike."""
+        """pgvector proposes candidates by cosine distance (HNSW; an exhaustive scan below EXACT_BELOW rows, as
+        the SQLite store has no ANN base there); they are re-scored from the stored vectors, so both stores
+        rank alike (`exact` changes nothing here: scores are always exact). Never an exhaustive scan of a
+        large namespace because `exact` was asked: that made every merge-candidate lookup of a large namespace's
+        ingest, and the scale harness's "ANN" primitive, a full scan (616 ms at 200 K rows)."""
         if self._dim is None:  # another process may have stored the first vector since we opened
             self._dim = int(self.get_meta("vector_dim") or 0) or None
         if k <= 0 or self._dim is None or len(query) != self._dim:
             return []
         table, col = _KINDS[kind]
-        exact = exact or self._rows_in(namespace, table) < EXACT_BELOW  # as SQLite: no ANN for small namespaces
+        scan = self._rows_in(namespace, table) < EXACT_BELOW  # as SQLite: no ANN for small namespaces
         want = max(2 * k, k + 16)
         cast = f"{col}::vector({self._dim})"
         # the ANN path orders by distance alone: a second sort key (rowid) keeps the planner from walking the
@@ -323,15 +326,15 @@ class PostgresStore(PostgresEditing, KindCalls):
         select = (f"SELECT id, {col} FROM {table} WHERE namespace=%s AND {col} IS NOT NULL "
                   f"ORDER BY {cast} <=> %s::vector({self._dim})")
         exact_sql = select + ", rowid LIMIT %s"
-        sql = exact_sql if exact else select + " LIMIT %s"
+        sql = exact_sql if scan else select + " LIMIT %s"
         q = np.asarray(query, np.float32)
         with self._conn() as c:
             with c.transaction():  # SET LOCAL inside a step's transaction is undone below, not at its commit
                 c.execute("SET LOCAL hnsw.ef_search = %s" % max(40, min(1000, 2 * want)))
-                if exact:
+                if scan:
                     c.execute("SET LOCAL enable_indexscan = off")
                 rows = c.execute(sql, (namespace, q, want), binary=True).fetchall()
-                if not exact and len(rows) < min(k, want):  # a filtered HNSW walk can come back short
+                if not scan and len(rows) < min(k, want):  # a filtered HNSW walk can come back short
                     c.execute("SET LOCAL enable_indexscan = off")
                     rows = c.execute(exact_sql, (namespace, q, want), binary=True).fetchall()
                 c.execute("SET LOCAL enable_indexscan TO DEFAULT")
