@@ -30,10 +30,13 @@ class ConstructionSettings(BaseModel):
     max_observation_chars: int = Field(20_000, ge=100, description="longer texts are truncated, with a note in stats")
 
 
+SearchMode = Literal["agentic", "graph"]  # validate.search_mode, the REST body and SearchSettings share it
+
+
 class SearchSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    mode: Literal["agentic", "graph"] = Field(
+    mode: SearchMode = Field(
         "agentic", description="with an LLM: 'agentic' - the model plans, picks start nodes and explores (the paper); "
                                "'graph' - the offline explorers walk the graph and the model only writes the answer "
                                "(1 call per question). Without an LLM both are the offline search")

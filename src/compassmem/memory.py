@@ -62,11 +62,12 @@ class Memory:
                                        construction_roles(self.llm, self.embedder, self.settings),
                                        self.settings.construction, self.llm)
         self.editor = Editor(self.constructor)
+        self._engines: dict[str, SearchEngine] = {}
         self.engine = self._engine(self.settings.search.mode)
 
     def _engine(self, mode: str) -> SearchEngine:
         """The search engine of a mode ('agentic' or 'graph', see SearchSettings.mode), made once."""
-        engines = self.__dict__.setdefault("_engines", {})
+        engines = self._engines
         if mode not in engines:
             budget = self.settings.search.max_llm_calls if self.llm is not None and mode == "agentic" else None
             engines[mode] = SearchEngine(self.embedder, search_roles(self.llm, self.embedder, self.settings,

@@ -5,10 +5,11 @@ a one-line message that names the field and the limit. Past this module, code ma
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
 
+from .config import SearchMode
 from .errors import InputError
 from .models import Filters, Observation
 
@@ -130,7 +131,7 @@ def question(value: Any, limit: int) -> str:
     return q
 
 
-SEARCH_MODES = ("agentic", "graph")
+SEARCH_MODES = get_args(SearchMode)
 
 
 def search_mode(value: Any) -> str:

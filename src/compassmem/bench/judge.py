@@ -25,9 +25,9 @@ JUDGMENTS = "judgments.jsonl"
 def judge_rows(out: Path, llm: LLMClient, judge: str,
                progress: Callable[[str, int, int], None] | None = None) -> int:
     """Grade every answered row of out/results.jsonl that `judge` has not graded yet; returns how many."""
-    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+    rows = read_jsonl(out / "results.jsonl")
     path = out / JUDGMENTS
-    done = {(j["judge"], j["method"], j["qid"]) for j in _read(path)}
+    done = {(j["judge"], j["method"], j["qid"]) for j in read_jsonl(path)}
     todo = [r for r in rows if not r["skipped"] and (judge, r["method"], r["qid"]) not in done]
     with path.open("a") as fh:
         for i, r in enumerate(todo):
@@ -44,7 +44,7 @@ def judge_rows(out: Path, llm: LLMClient, judge: str,
 def attach(out: Path, rows: list[dict]) -> str | None:
     """Put each row's judgment (if any) in row["j"]; returns the judge's name. With several judges on
     record the last one to grade is used, and only rows it graded carry a J."""
-    found = _read(out / JUDGMENTS)
+    found = read_jsonl(out / JUDGMENTS)
     if not found:
         return None
     judge = found[-1]["judge"]
@@ -54,5 +54,6 @@ def attach(out: Path, rows: list[dict]) -> str | None:
     return judge
 
 
-def _read(path: Path) -> list[dict]:
+def read_jsonl(path: Path) -> list[dict]:
+    """Every row of a JSON-lines file (results.jsonl, judgments.jsonl); none for a missing file."""
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []

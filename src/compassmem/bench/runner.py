@@ -17,6 +17,7 @@ from .methods import (ABLATIONS, ALL_METHODS, BM25Turns, CompassMemMethod, Dense
                       FullContext, Method, RAGChunks, variant_settings)
 from ..search.graph import approx_tokens
 from ..search.responder import evidence_line
+from .judge import read_jsonl
 from .metrics import BUDGETS, best_over_references, bleu1, evidence_recall, locomo_f1, recall_at_budget, token_f1
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -183,7 +184,7 @@ def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Metho
             fh.flush()
             if progress:
                 progress("answering", i + 1, len(todo))
-    return [json.loads(x) for x in results_path.read_text().splitlines() if x.strip()]
+    return read_jsonl(results_path)
 
 
 def _save_timings(path: Path, new: list[dict]) -> None:

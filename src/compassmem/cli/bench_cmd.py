@@ -102,7 +102,7 @@ def judge(out: Path = OutOpt,
     Resumable; a small local judge gives an indicative figure."""
     import json
 
-    from ..bench.judge import judge_rows
+    from ..bench.judge import judge_rows, read_jsonl
     from ..bench.report import write_reports
     from ..config import Settings
     from ..errors import InputError
@@ -115,13 +115,13 @@ def judge(out: Path = OutOpt,
         raise InputError("the judge must be a model (--llm openai:MODEL or gguf:PATH), not none")
     with _progress() as progress:
         graded = judge_rows(out, client, llm, progress)
-    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+    rows = read_jsonl(out / "results.jsonl")
     timings = json.loads((out / "construction.json").read_text()) if (out / "construction.json").is_file() else []
     previous = json.loads((out / "results.json").read_text()) if (out / "results.json").is_file() else {}
     summary = write_reports(out, rows, timings, previous.get("title", "benchmark"), previous.get("command", "?"))
     for name, m in summary["methods"].items():
         j = "–" if m["j"] is None else f"{100 * m['j']:.2f}"
-        console.print(f"{name:18s} judged {m['judged']:4d}  J {j:>6}")
+        console.print(f"{escape(name):18s} judged {m['judged']:4d}  J {j:>6}")
     console.print(f"[green]✓[/] {graded} answers graded; {escape(str(out))}/report.md")
 
 

@@ -152,13 +152,13 @@ def _apply(frontier: Frontier, worker: int, ctx: StepContext, out: ExploreOut, m
 
 def run_rounds(n: int, frontier: Frontier, graph: GraphView, policy: ExplorerPolicy, question: str,
                subgoals: list[str], max_next: int, use_relations: bool, batched: bool = False,
-               max_rounds: int | None = None) -> int:
+               max_rounds: int | None = None) -> None:
     """The explorers step in synchronous rounds over one frontier: each round the n active explorers claim
     the n best nodes, decide in parallel (threads, or one call for all when `batched`), and the decisions
     are applied in explorer order. Every decision of a round sees the same state, so a search is
     reproducible (same prompts, so LLM-cache hits on a re-ask) whatever the threads' timing. An explorer
     that said ANSWER sits out the following rounds. `max_rounds`: stop after that many rounds (a batched
-    LLM policy makes one call per round). Returns the number of rounds run."""
+    LLM policy makes one call per round)."""
     active = list(range(n))
     rounds = 0
     threads = n if getattr(policy, "concurrent", True) else 0
@@ -166,7 +166,7 @@ def run_rounds(n: int, frontier: Frontier, graph: GraphView, policy: ExplorerPol
         while active and (max_rounds is None or rounds < max_rounds):
             claimed = frontier.take_many(len(active))
             if not claimed:
-                return rounds
+                return
             rounds += 1
             ctxs = [_context(frontier, graph, eid, question, subgoals, max_next, use_relations) for eid in claimed]
             try:
@@ -183,4 +183,3 @@ def run_rounds(n: int, frontier: Frontier, graph: GraphView, policy: ExplorerPol
             for worker, ctx, out in zip(active, ctxs, outs):
                 _apply(frontier, worker, ctx, out, max_next)
             active = [w for w, out in zip(active, outs) if out.action != "ANSWER"] + active[len(outs):]
-    return rounds

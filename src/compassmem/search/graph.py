@@ -301,10 +301,10 @@ class GraphView:
             return None
         with _LOCK:
             memo = self._score_memo.get(text)
-        if memo is not None:
-            row = self._obs_rows()
-            ids.sort(key=lambda o: -float(memo[row[o]]) if o in row else 1.0)
-        return self.observations[ids[0]].render()
+        if memo is None:
+            return self.observations[ids[0]].render()
+        row = self._obs_rows()
+        return self.observations[min(ids, key=lambda o: -float(memo[row[o]]) if o in row else 1.0)].render()
 
     def source_lines(self, event: Event) -> list[str]:
         """The raw observations behind an event, in stream order: what roles read as evidence."""

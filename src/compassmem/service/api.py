@@ -10,7 +10,7 @@ other requests. Errors are `application/problem+json` (RFC 9457) with one-line d
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 from .. import __version__
 from ..errors import (BudgetExceeded, CompassMemError, DeadlineExceeded, InputError, LLMError, NamespaceNotFound,
                       StoreError)
+from ..config import SearchMode
 from ..memory import Memory
 from ..scope import namespace_for
 from . import keys as keyring
@@ -59,7 +60,7 @@ class SearchRequest(Scope):
 class AskRequest(Scope):
     question: str = Field(..., max_length=10_000)
     filters: dict[str, Any] | None = None
-    mode: Literal["agentic", "graph"] | None = Field(None, description="with an LLM: 'graph' lets the model only answer "
+    mode: SearchMode | None = Field(None, description="with an LLM: 'graph' lets the model only answer "
                                                                       "(1 call); default: the server's search.mode")
 
 
