@@ -109,6 +109,27 @@ def test_relations_topics_and_membership(store):
     assert store.topics("a") == [] and store.topic_matrix("a")[0] == []
 
 
+def test_relations_of_returns_every_relation_touching_the_events(store):
+    """Search expands the graph and ranks by neighbours through relations_of: every relation with either
+    end in the set, each once, in stored order (SQLite once keyed its rows by namespace and returned one)."""
+    store.ensure_namespace("a")
+    store.ensure_namespace("b")
+    store.add_observations(_obs())
+    for i in range(5):
+        store.put_event(_event(f"e{i}"), _vec(i))
+    pairs = [("e0", "e1"), ("e1", "e2"), ("e2", "e0"), ("e3", "e4"), ("e0", "e3")]
+    for i, (s, t) in enumerate(pairs):
+        store.add_relation(Relation(id=f"r{i}", namespace="a", source=s, target=t, type="causal"))
+    store.add_observations(_obs("b"))
+    for i in range(2):
+        store.put_event(_event(f"e{i}", "b"), _vec(i))
+    store.add_relation(Relation(id="rb", namespace="b", source="e0", target="e1", type="causal"))
+    assert [r.id for r in store.relations_of("a", ["e0", "e1"])] == ["r0", "r1", "r2", "r4"]
+    assert [r.id for r in store.relations_of("a", ["e4"])] == ["r3"]
+    assert [r.id for r in store.relations_of("a", ["e0", "e1", "e2", "e3", "e4"])] == [f"r{i}" for i in range(5)]
+    assert store.relations_of("a", []) == [] and [r.id for r in store.relations_of("b", ["e1"])] == ["rb"]
+
+
 def test_transaction_rolls_back_everything(store):
     store.ensure_namespace("a")
     store.add_observations(_obs())

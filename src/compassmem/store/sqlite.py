@@ -391,7 +391,7 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
     def relations_of(self, namespace: str, event_ids: list[str]) -> list[Relation]:
         """Relations with either end in these events (indexed lookups, stored order)."""
         ids = list(dict.fromkeys(event_ids))
-        rows = {r[1]: r for end in ("source", "target")
+        rows = {r[0]: r for end in ("source", "target")  # by rowid: both ends may match
                 for r in self._in(f"SELECT rowid, * FROM relations WHERE namespace=? AND {end} IN ({{marks}})",
                                   namespace, ids)}
         return [records.relation(r[1:]) for r in sorted(rows.values(), key=lambda r: r[0])]
