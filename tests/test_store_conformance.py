@@ -128,6 +128,10 @@ def test_relations_of_returns_every_relation_touching_the_events(store):
     assert [r.id for r in store.relations_of("a", ["e4"])] == ["r3"]
     assert [r.id for r in store.relations_of("a", ["e0", "e1", "e2", "e3", "e4"])] == [f"r{i}" for i in range(5)]
     assert store.relations_of("a", []) == [] and [r.id for r in store.relations_of("b", ["e1"])] == ["rb"]
+    assert [r.id for r in store.relations_of("a", ["e0", "e1", "e2"], within=True)] == ["r0", "r1", "r2"]
+    assert [r.id for r in store.relations_of("a", ["e3", "e0", "e3"], within=True)] == ["r4"]
+    assert store.relations_of("a", ["e4"], within=True) == []
+    assert store.relations_of("a", ["e0"])[0] == Relation(id="r0", namespace="a", source="e0", target="e1", type="causal")
 
 
 def test_transaction_rolls_back_everything(store):

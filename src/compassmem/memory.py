@@ -263,7 +263,7 @@ class Memory:
 
         def load(texts: list[str], vectors: Any) -> GraphView:
             return GraphView.around(self.store, namespace, texts, vectors, s.candidates, s.candidate_events,
-                                    s.expand_events, s.max_events, s.lexical_weight, allowed)
+                                    s.expand_events, s.max_events, s.lexical_weight, allowed, s.neighbour_events)
         return load
 
     def ask(self, question: str, namespace: str | None = None, *, filters: Filters | dict | None = None,

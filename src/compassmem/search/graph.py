@@ -59,13 +59,15 @@ class GraphView:
     @classmethod
     def around(cls, store: Store, namespace: str, texts: list[str], vectors: np.ndarray, candidates: int = 100,
                candidate_events: int = 30, expand: int = 20, max_events: int = 120,
-               lexical_weight: float = 0.6, allowed: set[str] | None = None) -> "GraphView":
+               lexical_weight: float = 0.6, allowed: set[str] | None = None,
+               neighbours: int = 40) -> "GraphView":
         """The part of a namespace a question needs, read from the store's indexes. For each query text:
         its `candidates` nearest and `candidates` best-BM25 observations and `candidate_events` nearest
         events. Each event found is scored like `similarity` would score it (its own cosine, or its best
         found observation's cosine + lexical_weight × BM25 / best BM25); the `max_events` best are loaded
-        with every one of their observations, plus the typed neighbours of the `expand` best. Nothing
-        else is read, whatever the namespace's size."""
+        with every one of their observations, plus up to `neighbours` typed neighbours of the `expand`
+        best (taken in turn from each of them, best first, so one hub event cannot fill the budget alone).
+        Nothing else is read, whatever the namespace's size."""
         vectors = np.atleast_2d(vectors)
         with store.snapshot():
             require_namespace(store, namespace)
@@ -105,12 +107,11 @@ class GraphView:
             for oid, eid in store.owners(namespace, list(obs_score)).items():
                 seeds[eid] = max(obs_score[oid], seeds.get(eid, -1.0))
             ranked = sorted(seeds, key=lambda e: -seeds[e])
-            best = ranked[:expand]
-            near = [r.target if r.source in best else r.source for r in store.relations_of(namespace, best)]
-            if allowed_events is not None:
-                near = [e for e in near if e in allowed_events]
-            events, mat = store.get_events(namespace, list(dict.fromkeys([*ranked[:max_events], *near])))
-            view = cls._build(store, namespace, events, mat, store.relations_of(namespace, [e.id for e in events]),
+            chosen = ranked[:max_events]
+            near = _neighbours(store.relations_of(namespace, ranked[:expand]), ranked[:expand], set(chosen),
+                               allowed_events, neighbours)
+            events, mat = store.get_events(namespace, [*chosen, *near])
+            view = cls._build(store, namespace, events, mat, store.relations_of(namespace, [e.id for e in events], within=True),
                               allowed)
         view._lexical.update(lexical)  # the question's BM25 is already known: keep it
         view.lexical_weight = lexical_weight
@@ -319,6 +320,24 @@ class GraphView:
             seen.add(n.event_id)
             out.append(n)
         return out
+
+
+def _neighbours(relations, anchors: list[str], loaded: set[str], allowed: set[str] | None, limit: int) -> list[str]:
+    """Up to `limit` events one typed relation away from `anchors` and not in `loaded`: the first new
+    neighbour of each anchor in anchor order, then the second of each, and so on."""
+    lists: dict[str, list[str]] = {a: [] for a in anchors}
+    for r in relations:
+        for end, other in ((r.source, r.target), (r.target, r.source)):
+            if end in lists and other not in loaded and (allowed is None or other in allowed):
+                lists[end].append(other)
+    out: dict[str, None] = {}
+    for rank in range(max((len(v) for v in lists.values()), default=0)):
+        for a in anchors:
+            if len(out) >= limit:
+                return list(out)
+            if rank < len(lists[a]):
+                out.setdefault(lists[a][rank])
+    return list(out)
 
 
 def approx_tokens(text: str) -> int:

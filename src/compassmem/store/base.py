@@ -105,8 +105,9 @@ class Store(Protocol):
     # --- relations
     def add_relation(self, relation: Relation) -> None: ...
     def relations(self, namespace: str) -> list[Relation]: ...
-    def relations_of(self, namespace: str, event_ids: list[str]) -> list[Relation]:
-        """Relations with either end in these events."""
+    def relations_of(self, namespace: str, event_ids: list[str], within: bool = False) -> list[Relation]:
+        """Relations with either end in these events, in stored order; `within`: with both ends in them
+        (the edges of a loaded subgraph, without reading every relation that leaves it)."""
         ...
 
     # --- topics

@@ -428,10 +428,11 @@ class PostgresStore(PostgresEditing, KindCalls):
         return [records.relation(r) for r in self._q(f"SELECT {REL_COLS} FROM relations WHERE namespace=%s "
                                                    "ORDER BY rowid", (namespace,))]
 
-    def relations_of(self, namespace: str, event_ids: list[str]) -> list[Relation]:
+    def relations_of(self, namespace: str, event_ids: list[str], within: bool = False) -> list[Relation]:
         ids = list(dict.fromkeys(event_ids))
+        ends = "AND" if within else "OR"
         return [records.relation(r) for r in self._q(
-            f"SELECT {REL_COLS} FROM relations WHERE namespace=%s AND (source = ANY(%s) OR target = ANY(%s)) "
+            f"SELECT {REL_COLS} FROM relations WHERE namespace=%s AND (source = ANY(%s) {ends} target = ANY(%s)) "
             "ORDER BY rowid", (namespace, ids, ids))]
 
     # ------------------------------------------------------------------ topics

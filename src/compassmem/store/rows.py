@@ -32,8 +32,9 @@ def event(r: tuple) -> Event:
 
 
 def relation(r: tuple) -> Relation:
-    return Relation(namespace=r[0], id=r[1], source=r[2], target=r[3], type=r[4], evidence=json.loads(r[5]),
-                    origin=r[6], confidence=r[7], step=r[8])
+    return trusted(Relation, {"id": r[1], "namespace": r[0], "source": r[2], "target": r[3], "type": r[4],
+                              "evidence": json.loads(r[5]) if r[5] != "[]" else [], "origin": r[6],
+                              "confidence": r[7], "step": r[8]})
 
 
 class KindCalls:

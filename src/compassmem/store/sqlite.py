@@ -23,7 +23,7 @@ from . import rows as records
 from . import sqlite_edit, sqlite_io
 from .base import cache_namespace
 from .impact import LexicalBase
-from .rows import EVENT_COLS, KINDS as _KINDS, OBS_COLS, KindCalls
+from .rows import EVENT_COLS, KINDS as _KINDS, OBS_COLS, REL_COLS, KindCalls
 from .sqlite_index import SQLiteIndexes, _unblob
 from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_V3, SCHEMA_VERSION, fts_name, new_token, observation_terms,
                             statements, upgrade)
@@ -388,12 +388,16 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
         rows = self._rows("SELECT * FROM relations WHERE namespace=? ORDER BY rowid", (namespace,))
         return [records.relation(r) for r in rows]
 
-    def relations_of(self, namespace: str, event_ids: list[str]) -> list[Relation]:
-        """Relations with either end in these events (indexed lookups, stored order)."""
+    def relations_of(self, namespace: str, event_ids: list[str], within: bool = False) -> list[Relation]:
+        """Indexed lookups by source (and by target unless `within`), in stored order."""
         ids = list(dict.fromkeys(event_ids))
-        rows = {r[0]: r for end in ("source", "target")  # by rowid: both ends may match
-                for r in self._in(f"SELECT rowid, * FROM relations WHERE namespace=? AND {end} IN ({{marks}})",
-                                  namespace, ids)}
+        select = f"SELECT rowid, {REL_COLS} FROM relations WHERE namespace=? AND {{end}} IN ({{{{marks}}}})"
+        if within:
+            wanted = set(ids)
+            rows = {r[0]: r for r in self._in(select.format(end="source"), namespace, ids) if r[4] in wanted}
+        else:
+            rows = {r[0]: r for end in ("source", "target")  # by rowid: both ends may match
+                    for r in self._in(select.format(end=end), namespace, ids)}
         return [records.relation(r[1:]) for r in sorted(rows.values(), key=lambda r: r[0])]
 
     # ------------------------------------------------------------------ topics
