@@ -63,7 +63,7 @@ class SearchSettings(BaseModel):
     candidate_events: int = Field(30, ge=1, le=1000, description="per query text: nearest events a search loads")
     max_events: int = Field(120, ge=1, le=5000, description="best-scoring events found that a search loads, with all their observations")
     expand_events: int = Field(20, ge=0, le=1000, description="best loaded events whose typed neighbours are loaded too")
-    neighbour_events: int = Field(40, ge=0, le=5000, description="at most this many of those neighbours beyond the loaded events, taken in turn from each of the best")
+    neighbour_events: int = Field(10, ge=0, le=5000, description="at most this many of those neighbours beyond the loaded events, taken in turn from each of the best (10: leave-one-conversation-out, docs/benchmarks.md)")
     lexical_weight: float = Field(0.6, ge=0, le=5, description="weight of BM25 next to embedding similarity (chosen by leave-one-conversation-out)")
     max_context_tokens: int = Field(3000, ge=100, description="evidence handed to a baseline's responder (harness)")
     evidence_tokens: int = Field(1000, ge=50, description="the top of the evidence ranking handed to the responder")

@@ -60,7 +60,7 @@ class GraphView:
     def around(cls, store: Store, namespace: str, texts: list[str], vectors: np.ndarray, candidates: int = 100,
                candidate_events: int = 30, expand: int = 20, max_events: int = 120,
                lexical_weight: float = 0.6, allowed: set[str] | None = None,
-               neighbours: int = 40) -> "GraphView":
+               neighbours: int = 10) -> "GraphView":
         """The part of a namespace a question needs, read from the store's indexes. For each query text:
         its `candidates` nearest and `candidates` best-BM25 observations and `candidate_events` nearest
         events. Each event found is scored like `similarity` would score it (its own cosine, or its best

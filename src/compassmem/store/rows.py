@@ -23,17 +23,24 @@ def observation(r: tuple) -> Observation:
                                  "meta": json.loads(r[8]) if r[8] != "{}" else {}, "ingested_at": r[9]})
 
 
+_TIME_FIELDS = tuple(EventTime.model_fields)
+
+
+def _list(text: str) -> list:
+    return json.loads(text) if text != "[]" else []  # most events were never fused: no history to parse
+
+
 def event(r: tuple) -> Event:
     t = json.loads(r[5])
     return trusted(Event, {"id": r[1], "namespace": r[0], "step": r[2], "summary": r[3],
-                           "participants": json.loads(r[4]),
-                           "time": trusted(EventTime, {f: t.get(f) for f in EventTime.model_fields}),
-                           "observation_ids": json.loads(r[6]), "topic_id": r[7], "history": json.loads(r[8])})
+                           "participants": _list(r[4]),
+                           "time": trusted(EventTime, {f: t.get(f) for f in _TIME_FIELDS}),
+                           "observation_ids": json.loads(r[6]), "topic_id": r[7], "history": _list(r[8])})
 
 
 def relation(r: tuple) -> Relation:
     return trusted(Relation, {"id": r[1], "namespace": r[0], "source": r[2], "target": r[3], "type": r[4],
-                              "evidence": json.loads(r[5]) if r[5] != "[]" else [], "origin": r[6],
+                              "evidence": _list(r[5]), "origin": r[6],
                               "confidence": r[7], "step": r[8]})
 
 
