@@ -38,7 +38,8 @@ class SQLiteIndexes:
         match = " OR ".join(f'"{t}"' for t in terms)
         fts = fts_name(token)
         with self._lock:
-            tiers = self._lexical_bases(namespace, token)
+            head = self._head()
+            tiers = self._lexical_bases(namespace, token, head)
             if not tiers:
                 rows = self._conn.execute(
                     f'SELECT rowid, -bm25("{fts}") AS s FROM "{fts}" WHERE "{fts}" MATCH ? ORDER BY s DESC LIMIT ?',
@@ -46,7 +47,7 @@ class SQLiteIndexes:
             else:
                 rows, dirty = [], set()
                 for base in tiers:
-                    stale = self._lexical_dirty(namespace, base)
+                    stale = self._lexical_dirty(namespace, base, head)
                     ids, scores = base.search(terms, k, exclude=stale)
                     rows += zip(ids.tolist(), scores.tolist())
                     dirty |= stale
@@ -58,13 +59,13 @@ class SQLiteIndexes:
             names = dict(self._by_rowid("observations", "rowid, id", namespace, [r[0] for r in rows]))
         return [(names[r], float(s)) for r, s in rows if r in names]
 
-    def _lexical_bases(self, namespace: str, token: str) -> list[LexicalBase]:
+    def _lexical_bases(self, namespace: str, token: str, head: int | None = None) -> list[LexicalBase]:
         """The namespace's impact base followed by its segments (empty for a small namespace). Outside
         write transactions (a read snapshot sees committed rows only, so building there is safe): the
         base is built once the namespace is large enough and rebuilt once the rows after it exceed 20 %
         of it; in between, each 2 % of growth becomes a new segment."""
         key = (namespace, token)
-        head = self._head()
+        head = self._head() if head is None else head
         cached = self._lexicals.get(key)
         if cached is not None and cached[0] == head:
             return cached[1]
@@ -78,7 +79,7 @@ class SQLiteIndexes:
             else:
                 main = tiers[0]
                 after = self._conn.execute(f'SELECT COUNT(*) FROM "{fts}_content" WHERE id > ?',
-                                           (main.watermark,)).fetchone()[0] + len(self._lexical_dirty(namespace, main))
+                                           (main.watermark,)).fetchone()[0] + len(self._lexical_dirty(namespace, main, head))
                 rebuild = after > max(policy.delta_min_rows, policy.lexical_delta_fraction * main.size)
             if rebuild:
                 built = impact.build(self._conn.execute(f'SELECT rowid, terms FROM "{fts}"'), head)
@@ -117,12 +118,12 @@ class SQLiteIndexes:
             return tiers
         return []
 
-    def _lexical_dirty(self, namespace: str, base: LexicalBase) -> set[int]:
+    def _lexical_dirty(self, namespace: str, base: LexicalBase, head: int | None = None) -> set[int]:
         """Rows in the base's range that were rewritten after it was built: scored by FTS5 instead. Kept
         up from the log's newest entries only (scanning every entry since a base was built cost 20 ms
         per search at 640 K observations); never advanced inside a write transaction, whose log
-        positions a rollback would give back."""
-        head = self._head()
+        positions a rollback would give back. `head`: the log's newest position, when the caller has it."""
+        head = self._head() if head is None else head
         if base.dirty_seq < 0:
             base.dirty_seq = base.seq
         if head <= base.dirty_seq:
