@@ -92,6 +92,27 @@ def test_cache_makes_reruns_free_and_identical(tmp_path):
     assert again == first and usage.llm_calls == 0 and usage.cached_calls == 1
 
 
+
+def test_cache_scopes_keep_methods_from_sharing_calls(tmp_path):
+    """The harness scopes each method: the same prompt under two scopes reaches the model twice, under one
+    scope once, and unscoped calls keep their old keys (existing caches still replay)."""
+    store = SQLiteStore(tmp_path / "c.db")
+    provider = Scripted('{"subgoals": ["a", "b"]}', '{"subgoals": ["c", "d"]}', '{"subgoals": ["e", "f"]}')
+    c = LLMClient(provider, LLMSettings(), cache=store)
+
+    def plan():
+        return c.structured(prompt("plan"), PlanOut, question="same", min_subgoals=2, max_subgoals=5)
+
+    unscoped = plan()
+    with LLMClient.cache_scope("graph"):
+        graph = plan()
+    with LLMClient.cache_scope("agentic"):
+        agentic = plan()
+    with LLMClient.cache_scope("graph"):
+        assert plan() == graph
+    assert plan() == unscoped and len(provider.calls) == 3
+    assert [unscoped.subgoals, graph.subgoals, agentic.subgoals] == [["a", "b"], ["c", "d"], ["e", "f"]]
+
 def test_every_prompt_renders_and_has_a_schema():
     from compassmem import schemas
 

@@ -49,7 +49,9 @@ def summarise(rows: list[dict], timings: list[dict]) -> dict[str, Any]:
             "answers_that_are_questions": sum(str(r["answer"]).rstrip().endswith("?") for r in answered),
             "context_tokens": _avg([r["context_tokens"] for r in answered]),
             "categories": cats,
-            "efficiency": {"llm_calls": _avg([r["llm_calls"] for r in answered]),
+            # a call replayed from the cache (a resumed run) is still a call the method makes
+            "efficiency": {"llm_calls": _avg([r["llm_calls"] + (r.get("cached_calls") or 0) for r in answered]),
+                           "cached_calls": _avg([r.get("cached_calls") or 0 for r in answered]),
                            "prompt_tokens": _avg([r["prompt_tokens"] for r in answered]),
                            "completion_tokens": _avg([r["completion_tokens"] for r in answered]),
                            "latency_mean_s": _avg(lat), "latency_p50_s": round(percentile(lat, 0.5), 4),
@@ -118,7 +120,8 @@ def markdown(summary: dict[str, Any], title: str, command: str) -> str:
     names = list(m)
     out = [f"# {title}", "", f"Command: `{command}`", "",
            "F1 / BLEU-1 / evidence recall in %, micro-averaged over answered questions; context = tokens handed "
-           "to the responder (words×4/3).", "",
+           "to the responder (words×4/3); LLM calls/q counts calls replayed from the cache too, tokens/q only "
+           "the calls that ran.", "",
            "| method | n | F1 | BLEU-1 | evidence recall | context tokens | LLM calls/q | tokens/q | latency p50 / p95 (s) |",
            "|---|---|---|---|---|---|---|---|---|"]
     for n in names:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -166,7 +167,8 @@ def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Metho
     todo = [(qid, q, m) for qid, q in _questions(ds, cfg.limit) for m in methods if (m.name, qid) not in done]
     with results_path.open("a") as fh:
         for i, (qid, q, m) in enumerate(todo):
-            r = m.answer(q.namespace, q.question)
+            with main.llm.cache_scope(m.name) if main.llm is not None else nullcontext():
+                r = m.answer(q.namespace, q.question)
             ranked = ranked_with_costs(q.namespace, r.ranking or r.observation_ids)
             row = {"method": m.name, "qid": qid, "namespace": q.namespace, "category": q.category,
                    "question": q.question, "gold": q.answers, "answer": r.answer, "skipped": r.skipped,

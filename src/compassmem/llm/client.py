@@ -63,6 +63,8 @@ class _Operation:
 # client (threads, async tasks) each count their own calls. Explorer threads run in a copy of the
 # asking thread's context, so their calls count for its ask.
 _CURRENT: contextvars.ContextVar[_Operation | None] = contextvars.ContextVar("compassmem_operation", default=None)
+# A name mixed into cache keys (LLMClient.cache_scope): calls under different scopes never share entries.
+_SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar("compassmem_cache_scope", default=None)
 
 
 class LLMClient:
@@ -92,6 +94,19 @@ class LLMClient:
         finally:
             _CURRENT.reset(token)
 
+    @staticmethod
+    @contextmanager
+    def cache_scope(name: str) -> Iterator[None]:
+        """Calls made inside share cache entries only with calls of the same scope. The benchmark harness
+        scopes each method: two methods that send the same prompt (graph and agentic mode hand the same
+        evidence to the same responder) must each pay for their call, or one method's cost and latency
+        would be the other's; a resumed run still replays its own method's calls."""
+        token = _SCOPE.set(name)
+        try:
+            yield
+        finally:
+            _SCOPE.reset(token)
+
     def _check_budget(self, role: str) -> None:
         op = _CURRENT.get()
         if op is None:
@@ -116,9 +131,12 @@ class LLMClient:
 
     # ------------------------------------------------------------------ calls
     def _cache_key(self, messages: list[dict[str, str]], schema: dict[str, Any]) -> str:
-        blob = json.dumps({"model": self.model, "messages": messages, "schema": schema,
-                           "temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens},
-                          sort_keys=True)
+        key = {"model": self.model, "messages": messages, "schema": schema,
+               "temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens}
+        scope = _SCOPE.get()
+        if scope is not None:  # unscoped keys stay as they were: existing caches keep replaying
+            key["scope"] = scope
+        blob = json.dumps(key, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def structured(self, prompt: PromptTemplate, output: type[T], **variables: Any) -> T:
