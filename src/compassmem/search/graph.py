@@ -111,8 +111,8 @@ class GraphView:
             near = _neighbours(store.relations_of(namespace, ranked[:expand]), ranked[:expand], set(chosen),
                                allowed_events, neighbours)
             events, mat = store.get_events(namespace, [*chosen, *near])
-            view = cls._build(store, namespace, events, mat, store.relations_of(namespace, [e.id for e in events], within=True),
-                              allowed)
+            edges = store.relations_of(namespace, [e.id for e in events], within=True)
+            view = cls._build(store, namespace, events, mat, edges, allowed)
         view._lexical.update(lexical)  # the question's BM25 is already known: keep it
         view.lexical_weight = lexical_weight
         return view
