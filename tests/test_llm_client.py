@@ -113,6 +113,19 @@ def test_cache_scopes_keep_methods_from_sharing_calls(tmp_path):
     assert plan() == unscoped and len(provider.calls) == 3
     assert [unscoped.subgoals, graph.subgoals, agentic.subgoals] == [["a", "b"], ["c", "d"], ["e", "f"]]
 
+
+def test_forget_prefix_reaches_a_provider_that_has_one_and_is_a_no_op_otherwise():
+    class Prefixed(Scripted):
+        forgotten = 0
+
+        def forget_prefix(self):
+            self.forgotten += 1
+
+    provider = Prefixed()
+    LLMClient(provider, LLMSettings()).forget_prefix()
+    assert provider.forgotten == 1
+    client().forget_prefix()  # Scripted has none: nothing to do, no error
+
 def test_every_prompt_renders_and_has_a_schema():
     from compassmem import schemas
 

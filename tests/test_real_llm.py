@@ -39,6 +39,11 @@ def test_every_role_schema_through_gguf_provider():
     client = make_llm(f"gguf:{GGUF}", LLMSettings(cache=False, retries=1, n_ctx=4096))
     _assert_all_roles(check_roles(client))
     assert client.total.llm_calls >= len(ROLE_CHECKS) and client.total.completion_tokens > 0
+    # llama.cpp keeps the last prompt evaluated; forget_prefix (called by the harness before each method)
+    # must make the next call start from nothing
+    assert client.provider._llm.n_tokens > 0
+    client.forget_prefix()
+    assert client.provider._llm.n_tokens == 0
 
 
 @pytest.mark.skipif(not BASE_URL, reason="COMPASSMEM_TEST_BASE_URL not set")

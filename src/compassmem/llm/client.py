@@ -107,6 +107,14 @@ class LLMClient:
         finally:
             _SCOPE.reset(token)
 
+    def forget_prefix(self) -> None:
+        """Make the next call start cold on a provider that reuses the previous prompt's prefix (llama.cpp's
+        evaluated tokens). The benchmark harness calls it before each method's answer: graph mode's
+        answer prompt repeats the agentic answer's just before it, and took 1 s instead of 30 s."""
+        forget = getattr(self.provider, "forget_prefix", None)
+        if forget is not None:
+            forget()
+
     def _check_budget(self, role: str) -> None:
         op = _CURRENT.get()
         if op is None:

@@ -114,6 +114,11 @@ class GGUFProvider:
             raise LLMUnavailable("load", f"llama.cpp could not load {path}: {exc}") from None
         self._lock = threading.Lock()
 
+    def forget_prefix(self) -> None:
+        """Drop the prompt prefix llama.cpp keeps evaluated between calls, so the next call starts cold."""
+        with self._lock:
+            self._llm.reset()
+
     def complete(self, messages, schema, *, temperature, max_tokens, name, timeout_s=None):
         # an in-process decode cannot be interrupted: the deadline is checked before each call
         kwargs: dict[str, Any] = {"messages": messages, "temperature": temperature, "max_tokens": max_tokens}
