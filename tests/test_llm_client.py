@@ -92,7 +92,6 @@ def test_cache_makes_reruns_free_and_identical(tmp_path):
     assert again == first and usage.llm_calls == 0 and usage.cached_calls == 1
 
 
-
 def test_cache_scopes_keep_methods_from_sharing_calls(tmp_path):
     """The harness scopes each method: the same prompt under two scopes reaches the model twice, under one
     scope once, and unscoped calls keep their old keys (existing caches still replay)."""
@@ -125,6 +124,7 @@ def test_forget_prefix_reaches_a_provider_that_has_one_and_is_a_no_op_otherwise(
     LLMClient(provider, LLMSettings()).forget_prefix()
     assert provider.forgotten == 1
     client().forget_prefix()  # Scripted has none: nothing to do, no error
+
 
 def test_every_prompt_renders_and_has_a_schema():
     from compassmem import schemas

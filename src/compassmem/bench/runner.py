@@ -167,9 +167,11 @@ def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Metho
     todo = [(qid, q, m) for qid, q in _questions(ds, cfg.limit) for m in methods if (m.name, qid) not in done]
     with results_path.open("a") as fh:
         for i, (qid, q, m) in enumerate(todo):
-            if main.llm is not None:
-                main.llm.forget_prefix()  # every method starts cold: no latency from the previous one's prompt
-            with main.llm.cache_scope(m.name) if main.llm is not None else nullcontext():
+            isolated = nullcontext()
+            if main.llm is not None:  # each method pays for its own calls and starts cold, whatever ran before
+                main.llm.forget_prefix()
+                isolated = main.llm.cache_scope(m.name)
+            with isolated:
                 r = m.answer(q.namespace, q.question)
             ranked = ranked_with_costs(q.namespace, r.ranking or r.observation_ids)
             row = {"method": m.name, "qid": qid, "namespace": q.namespace, "category": q.category,

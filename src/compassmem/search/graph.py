@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..embed.base import dots
-from ..models import Event, Observation, Topic
+from ..models import Event, Observation, Relation, Topic
 from ..store import Store
 from ..store.base import require_namespace
 from ..text import index_terms
@@ -107,9 +107,8 @@ class GraphView:
             for oid, eid in store.owners(namespace, list(obs_score)).items():
                 seeds[eid] = max(obs_score[oid], seeds.get(eid, -1.0))
             ranked = sorted(seeds, key=lambda e: -seeds[e])
-            chosen = ranked[:max_events]
-            near = _neighbours(store.relations_of(namespace, ranked[:expand]), ranked[:expand], set(chosen),
-                               allowed_events, neighbours)
+            chosen, best = ranked[:max_events], ranked[:expand]
+            near = _neighbours(store.relations_of(namespace, best), best, set(chosen), allowed_events, neighbours)
             events, mat = store.get_events(namespace, [*chosen, *near])
             edges = store.relations_of(namespace, [e.id for e in events], within=True)
             view = cls._build(store, namespace, events, mat, edges, allowed)
@@ -322,7 +321,8 @@ class GraphView:
         return out
 
 
-def _neighbours(relations, anchors: list[str], loaded: set[str], allowed: set[str] | None, limit: int) -> list[str]:
+def _neighbours(relations: list[Relation], anchors: list[str], loaded: set[str], allowed: set[str] | None,
+                limit: int) -> list[str]:
     """Up to `limit` events one typed relation away from `anchors` and not in `loaded`: the first new
     neighbour of each anchor in anchor order, then the second of each, and so on."""
     lists: dict[str, list[str]] = {a: [] for a in anchors}

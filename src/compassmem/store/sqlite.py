@@ -391,13 +391,11 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
     def relations_of(self, namespace: str, event_ids: list[str], within: bool = False) -> list[Relation]:
         """Indexed lookups by source (and by target unless `within`), in stored order."""
         ids = list(dict.fromkeys(event_ids))
-        select = f"SELECT rowid, {REL_COLS} FROM relations WHERE namespace=? AND {{end}} IN ({{{{marks}}}})"
-        if within:
-            wanted = set(ids)
-            rows = {r[0]: r for r in self._in(select.format(end="source"), namespace, ids) if r[4] in wanted}
-        else:
-            rows = {r[0]: r for end in ("source", "target")  # by rowid: both ends may match
-                    for r in self._in(select.format(end=end), namespace, ids)}
+        wanted = set(ids)
+        rows = {r[0]: r for end in (("source",) if within else ("source", "target"))  # by rowid: both ends may match
+                for r in self._in(f"SELECT rowid, {REL_COLS} FROM relations WHERE namespace=? AND {end} IN ({{marks}})",
+                                  namespace, ids)
+                if not within or r[4] in wanted}
         return [records.relation(r[1:]) for r in sorted(rows.values(), key=lambda r: r[0])]
 
     # ------------------------------------------------------------------ topics
