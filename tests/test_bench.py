@@ -6,6 +6,7 @@ import pytest
 
 from compassmem.bench.report import write_reports
 from compassmem.bench.runner import BenchConfig, run_benchmark
+from compassmem.errors import LLMError
 
 
 def test_bench_slice_runs_and_resumes(tmp_path, locomo_path):
@@ -79,6 +80,37 @@ def test_report_has_budgeted_recall_locomo_f1_and_paired_differences(tmp_path, l
     assert "LLM-as-judge accuracy J (%), judge `alternating`" in (tmp_path / "report.md").read_text()
 
 
+
+def test_an_invalid_verdict_is_left_ungraded_and_retried_on_rerun(tmp_path):
+    from compassmem.bench.judge import JUDGMENTS, judge_rows
+    from compassmem.config import LLMSettings
+    from compassmem.llm import Completion, LLMClient
+
+    rows = [{"method": "m", "qid": q, "question": f"q{q}?", "gold": ["a"], "answer": "a", "skipped": None}
+            for q in range(3)]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    class Stubborn:  # never valid for q1, whatever the retries say
+        model = "stubborn"
+
+        def complete(self, messages, schema, *, temperature, max_tokens, name, timeout_s=None):
+            text = "no idea" if any("q1?" in m["content"] for m in messages) else '{"label": "CORRECT"}'
+            return Completion(text, 5, 2, 0.0)
+
+    failed: list[dict] = []
+    assert judge_rows(tmp_path, LLMClient(Stubborn(), LLMSettings(cache=False)), "j", failed=failed) == 2
+    assert [(f["qid"], "grade" in f["error"]) for f in failed] == [(1, True)]
+    assert sorted(j["qid"] for j in map(json.loads, (tmp_path / JUDGMENTS).read_text().splitlines())) == [0, 2]
+    with pytest.raises(LLMError):  # without a list to collect into, a failure is loud
+        judge_rows(tmp_path, LLMClient(Stubborn(), LLMSettings(cache=False)), "j")
+
+    class Fine(Stubborn):
+        def complete(self, messages, schema, **kw):
+            return Completion('{"label": "WRONG"}', 5, 2, 0.0)
+
+    assert judge_rows(tmp_path, LLMClient(Fine(), LLMSettings(cache=False)), "j", failed=[]) == 1  # only q1 again
+
+
 def test_cross_validation_chooses_on_the_other_conversations(tmp_path, locomo_path):
     from compassmem.bench.cv import parse_grid, run_cv
 
@@ -93,3 +125,52 @@ def test_cross_validation_chooses_on_the_other_conversations(tmp_path, locomo_pa
         best = 0 if train[0] >= train[1] else 1  # ties go to the first point
         assert choice["point"] == {"search.event_weight": [0, 1][best]}
     assert (tmp_path / "cv.md").is_file()
+
+
+def test_a_failed_answer_is_retried_on_rerun_instead_of_ending_the_run(tmp_path, locomo_path, monkeypatch):
+    from compassmem.bench.methods import BM25Turns
+    from compassmem.errors import DeadlineExceeded, LLMUnavailable
+
+    cfg = BenchConfig(dataset="locomo", data=locomo_path, out=tmp_path, samples=["conv-26"], sessions=(1, 3),
+                      limit=3, embedder="hash", methods=["bm25_turns"])
+    real = BM25Turns.answer
+    calls = []
+
+    def first_fails(self, namespace, question):
+        calls.append(question)
+        if len(calls) == 1:
+            raise DeadlineExceeded("ask ran past its deadline of 600 s")
+        return real(self, namespace, question)
+
+    monkeypatch.setattr(BM25Turns, "answer", first_fails)
+    res = run_benchmark(cfg)
+    assert len(res["rows"]) == 2 and [(f["qid"], "deadline" in f["error"]) for f in res["failed"]] == [(0, True)]
+    again = run_benchmark(cfg)  # the failed question, and only it, is answered again
+    assert len(calls) == 4 and calls[-1] == calls[0]
+    assert len(again["rows"]) == 3 and again["failed"] == []
+
+    def unreachable(self, namespace, question):
+        raise LLMUnavailable("answer", "cannot reach http://127.0.0.1:9")
+
+    monkeypatch.setattr(BM25Turns, "answer", unreachable)
+    cfg.limit = 4
+    with pytest.raises(LLMUnavailable):  # every later answer would fail the same way: the run stops
+        run_benchmark(cfg)
+
+
+def test_bench_cli_names_failed_answers_and_exits_non_zero(tmp_path, locomo_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from compassmem.bench.methods import BM25Turns
+    from compassmem.cli.app import app
+    from compassmem.errors import DeadlineExceeded
+
+    def too_slow(self, namespace, question):
+        raise DeadlineExceeded("ask ran past its deadline of 600 s")
+
+    monkeypatch.setattr(BM25Turns, "answer", too_slow)
+    r = CliRunner().invoke(app, ["bench", "locomo", "--data", str(locomo_path), "--out", str(tmp_path),
+                                 "--samples", "conv-26", "--sessions", "1-2", "--limit", "2", "--embedder", "hash",
+                                 "--methods", "bm25_turns"])
+    assert r.exit_code == 1, r.output
+    assert "2 answer(s) failed and were not recorded" in r.output and "re-run the same command" in r.output

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
+from ..errors import LLMError, LLMUnavailable
 from ..llm import LLMClient
 from ..prompts import prompt
 from ..schemas import GradeOut
@@ -22,23 +23,32 @@ from ..schemas import GradeOut
 JUDGMENTS = "judgments.jsonl"
 
 
-def judge_rows(out: Path, llm: LLMClient, judge: str,
-               progress: Callable[[str, int, int], None] | None = None) -> int:
-    """Grade every answered row of out/results.jsonl that `judge` has not graded yet; returns how many."""
+def judge_rows(out: Path, llm: LLMClient, judge: str, progress: Callable[[str, int, int], None] | None = None,
+               failed: list[dict] | None = None) -> int:
+    """Grade every answered row of out/results.jsonl that `judge` has not graded yet; returns how many.
+    With `failed`, a row whose verdict stays invalid after its retries is listed there and left ungraded
+    (a re-run retries it) instead of ending the run; an unreachable judge still ends it."""
     rows = read_jsonl(out / "results.jsonl")
     path = out / JUDGMENTS
     done = {(j["judge"], j["method"], j["qid"]) for j in read_jsonl(path)}
     todo = [r for r in rows if not r["skipped"] and (judge, r["method"], r["qid"]) not in done]
     with path.open("a") as fh:
         for i, r in enumerate(todo):
-            verdict = llm.structured(prompt("grade"), GradeOut, question=r["question"],
-                                     gold=" / ".join(str(g) for g in r["gold"]), answer=str(r["answer"]) or "(empty)")
+            try:
+                verdict = llm.structured(prompt("grade"), GradeOut, question=r["question"],
+                                         gold=" / ".join(str(g) for g in r["gold"]),
+                                         answer=str(r["answer"]) or "(empty)")
+            except LLMError as e:
+                if failed is None or isinstance(e, LLMUnavailable):
+                    raise
+                failed.append({"method": r["method"], "qid": r["qid"], "error": str(e)})
+                continue
             fh.write(json.dumps({"judge": judge, "method": r["method"], "qid": r["qid"],
                                  "j": int(verdict.label == "CORRECT")}) + "\n")
             fh.flush()
             if progress:
                 progress("judging", i + 1, len(todo))
-    return len(todo)
+    return len(todo) - len(failed or [])
 
 
 def attach(out: Path, rows: list[dict]) -> str | None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..config import Settings
-from ..errors import ConfigError
+from ..errors import ConfigError, DeadlineExceeded, LLMError, LLMUnavailable
 from ..ingest import Dataset, load
 from ..memory import Memory
 from .methods import (ABLATIONS, ALL_METHODS, BM25Turns, CompassMemMethod, DenseTurns, FixedChunkSegmenter,
@@ -136,14 +136,19 @@ def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
         elif base == "bm25_turns":
             methods.append(BM25Turns(main, responder, k, cfg.settings.search.max_context_tokens, name))
     _save_timings(cfg.out / "construction.json", timings)
-    rows = answer_rows(cfg, ds, main, methods, cfg.out / "results.jsonl", progress)
-    return {"rows": rows, "timings": json.loads((cfg.out / "construction.json").read_text())}
+    failed: list[dict] = []
+    rows = answer_rows(cfg, ds, main, methods, cfg.out / "results.jsonl", progress, failed)
+    return {"rows": rows, "timings": json.loads((cfg.out / "construction.json").read_text()), "failed": failed}
 
 
 def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Method], results_path: Path,
-                progress: Progress | None = None) -> list[dict]:
+                progress: Progress | None = None, failed: list[dict] | None = None) -> list[dict]:
     """Answer every question with every method, appending each row to results_path as it is produced,
-    so an interrupted run resumes where it stopped. Returns all rows of the file."""
+    so an interrupted run resumes where it stopped. Returns all rows of the file.
+
+    With `failed`, one answer whose model calls fail (a deadline, output that stays invalid after its
+    retries) is listed there instead of ending a run of hours; it gets no row, so re-running retries it.
+    An unreachable model still ends the run: every answer after it would fail the same way."""
     done = set()
     if results_path.is_file():
         for line in results_path.read_text().splitlines():
@@ -171,8 +176,14 @@ def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Metho
             if main.llm is not None:  # each method pays for its own calls and starts cold, whatever ran before
                 main.llm.forget_prefix()
                 isolated = main.llm.cache_scope(m.name)
-            with isolated:
-                r = m.answer(q.namespace, q.question)
+            try:
+                with isolated:
+                    r = m.answer(q.namespace, q.question)
+            except (DeadlineExceeded, LLMError) as e:
+                if failed is None or isinstance(e, LLMUnavailable):
+                    raise
+                failed.append({"method": m.name, "qid": qid, "error": str(e)})
+                continue
             ranked = ranked_with_costs(q.namespace, r.ranking or r.observation_ids)
             row = {"method": m.name, "qid": qid, "namespace": q.namespace, "category": q.category,
                    "question": q.question, "gold": q.answers, "answer": r.answer, "skipped": r.skipped,

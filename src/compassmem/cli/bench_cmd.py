@@ -66,6 +66,16 @@ def _run(dataset: str, data: Path, out: Path, samples: str | None, sessions: str
         rec = "–" if m["evidence_recall"] is None else f"{100 * m['evidence_recall']:.1f}"
         console.print(f"{name:15s} n={m['n']:4d}  F1 {f1:>6}  evidence recall {rec:>5}  context {m['context_tokens']}")
     console.print(f"[green]✓[/] {escape(str(out))}/results.json, report.md, per_category.png")
+    _exit_if_failed(result["failed"], "answer(s)")
+
+
+def _exit_if_failed(failed: list[dict], what: str) -> None:
+    """A long run keeps going past one failed model call; it ends by naming them, non-zero."""
+    if failed:
+        for f in failed[:5]:
+            err.print(f"[red]failed:[/] {escape(f['method'])} question {f['qid']}: {escape(f['error'])}")
+        err.print(f"[red]{len(failed)} {what} failed and were not recorded[/]; re-run the same command to retry them")
+        raise typer.Exit(1)
 
 
 DataOpt = typer.Option(..., "--data", help="Dataset file.")
@@ -113,8 +123,9 @@ def judge(out: Path = OutOpt,
     client = make_llm(llm, Settings.load(config).llm, base_url=base_url, api_key=api_key)
     if client is None:
         raise InputError("the judge must be a model (--llm openai:MODEL or gguf:PATH), not none")
+    failed: list[dict] = []
     with _progress() as progress:
-        graded = judge_rows(out, client, llm, progress)
+        graded = judge_rows(out, client, llm, progress, failed)
     rows = read_jsonl(out / "results.jsonl")
     timings = json.loads((out / "construction.json").read_text()) if (out / "construction.json").is_file() else []
     previous = json.loads((out / "results.json").read_text()) if (out / "results.json").is_file() else {}
@@ -123,6 +134,7 @@ def judge(out: Path = OutOpt,
         j = "–" if m["j"] is None else f"{100 * m['j']:.2f}"
         console.print(f"{escape(name):18s} judged {m['judged']:4d}  J {j:>6}")
     console.print(f"[green]✓[/] {graded} answers graded; {escape(str(out))}/report.md")
+    _exit_if_failed(failed, "grade(s)")
 
 
 @bench_app.command()
