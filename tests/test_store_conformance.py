@@ -189,25 +189,84 @@ def test_bad_path_and_corrupt_file(tmp_path):
 
 
 def test_bm25_is_the_same_on_every_backend(tmp_path, pg_url):
-    """PostgreSQL's SQL BM25 reproduces SQLite's FTS5 bm25(): same hits, same order, same scores."""
+    """PostgreSQL's SQL BM25 reproduces SQLite's FTS5 bm25(): same hits, same order, same scores — also
+    after texts are rewritten, observations deleted and a namespace exported and imported (PostgreSQL keeps
+    each posting's length and each namespace's totals beside the rows, which must follow every write)."""
     from compassmem.store.postgres import PostgresStore
 
     words = "garden tomatoes bicycle marathon piano recipe beagle puppy concert museum lake kayak".split()
     rng = np.random.default_rng(5)
-    obs = [Observation(id=f"o{i}", namespace="a", step=1, seq=i, speaker="X",
-                       text=" ".join(rng.choice(words, size=int(rng.integers(3, 12))))) for i in range(200)]
+
+    def texts(n, seed):
+        r = np.random.default_rng(seed)
+        return [" ".join(r.choice(words, size=int(r.integers(3, 12)))) for _ in range(n)]
+
+    obs = [Observation(id=f"o{i}", namespace="a", step=1, seq=i, speaker="X", text=t)
+           for i, t in enumerate(texts(200, 5))]
+    rewritten = [o.model_copy(update={"text": t}) for o, t in zip(obs[:40], texts(40, 6))]
     stores = [SQLiteStore(tmp_path / "bm25.db"), PostgresStore(pg_url)]
+    pg = stores[1]
+
+    def same_rankings(namespace="a"):
+        for query in ("beagle puppy", "marathon in the garden", "kayak lake museum concert", "piano"):
+            lite, post = (s.lexical_search(namespace, query, 20) for s in stores)
+            assert [h[0] for h in lite] == [h[0] for h in post] and lite
+            assert np.allclose([h[1] for h in lite], [h[1] for h in post], rtol=1e-6)
+        kept = pg._q("SELECT docs, total_len FROM namespaces WHERE name=%s", (namespace,))[0]
+        truth = pg._q("SELECT COUNT(*), SUM(doc_len) FROM observations WHERE namespace=%s", (namespace,))[0]
+        assert tuple(kept) == tuple(truth)
+        assert not pg._q("SELECT 1 FROM terms t JOIN observations o ON o.namespace = t.namespace AND o.id = t.obs_id "
+                         "WHERE t.doc_len <> o.doc_len OR t.obs_rowid <> o.rowid LIMIT 1")
+
     try:
         for s in stores:
             s.ensure_namespace("a")
             s.add_observations(obs)
-        for query in ("beagle puppy", "marathon in the garden", "kayak lake museum concert", "piano"):
-            lite, pg = (s.lexical_search("a", query, 20) for s in stores)
-            assert [h[0] for h in lite] == [h[0] for h in pg] and lite
-            assert np.allclose([h[1] for h in lite], [h[1] for h in pg], rtol=1e-6)
+        same_rankings()
+        for s in stores:
+            s.add_observations(rewritten)  # upserts: new lengths, same rows
+            with s.transaction():
+                s.delete_observations("a", [f"o{i}" for i in range(100, 130)])
+        same_rankings()
+        exported = [(t, {**r, "namespace": "b"} if "namespace" in r else {**r, "name": "b"})
+                    for t, r in pg.export_rows("a")]
+        for s in stores:
+            s.import_rows(exported)
+        same_rankings("b")
+        assert dict(pg._q("SELECT name, docs FROM namespaces WHERE name IN ('a', 'b')")) == {"a": 170, "b": 170}
+        for s in stores:
+            s.delete_namespace("b")
+        same_rankings()
     finally:
         for s in stores:
             s.close()
+
+
+def test_postgres_v1_database_migrates_to_postings_with_lengths(pg_url):
+    """A database written by schema v1 (postings without lengths, no namespace totals) is upgraded in place
+    when opened, and its BM25 equals that of the same rows written by v2."""
+    import psycopg
+
+    from compassmem.store.postgres import PostgresStore
+    from compassmem.store.postgres_schema import MIGRATIONS
+
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        c.execute(MIGRATIONS[1])
+        c.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+        c.execute("INSERT INTO namespaces VALUES ('a', 'now')")
+        for i, (text, n) in enumerate([("piano lesson piano", 3), ("garden piano", 2), ("lake kayak", 2)]):
+            c.execute("INSERT INTO observations (namespace,id,step,seq,text,meta,ingested_at,doc_len) "
+                      "VALUES ('a', %s, 1, %s, %s, '{}', 'now', %s)", (f"o{i}", i, text, n))
+            for term in set(text.split()):
+                c.execute("INSERT INTO terms VALUES ('a', %s, %s, %s)", (f"o{i}", term, text.split().count(term)))
+    store = PostgresStore(pg_url)
+    try:
+        assert store.get_meta("schema_version") == "2"
+        assert tuple(store._q("SELECT docs, total_len FROM namespaces WHERE name='a'")[0]) == (3, 7)
+        hits = store.lexical_search("a", "piano", 5)
+        assert [h[0] for h in hits] == ["o0", "o1"] and hits[0][1] > hits[1][1] > 0
+    finally:
+        store.close()
 
 
 def test_postgres_builds_hnsw_once_a_namespace_is_large_and_still_finds_the_nearest(pg_url, monkeypatch):

@@ -172,15 +172,14 @@ class PostgresStore(PostgresEditing, KindCalls):
         """Upserts with their postings, in a few batched statements (one round trip each, not four per row)."""
         if embeddings is not None and len(embeddings):
             self._ensure_dim(embeddings[0])
-        obs_rows, term_rows, by_namespace, speakers = [], [], {}, set()
+        obs_rows, postings, speakers = [], {}, set()
         for i, o in enumerate(observations):
             meta = json.dumps(o.meta)
             counts, length = _terms(o.text, meta)
             vec = np.asarray(embeddings[i], np.float32) if embeddings is not None else None
             obs_rows.append((o.namespace, o.id, o.step, o.seq, o.speaker, o.text, o.time, o.date, meta,
                              o.ingested_at, vec, length))
-            term_rows += [(o.namespace, o.id, t, n) for t, n in counts.items()]
-            by_namespace.setdefault(o.namespace, []).append(o.id)
+            postings.setdefault(o.namespace, {})[o.id] = (counts, length)
             if o.speaker:
                 speakers.add((o.namespace, o.speaker))
         with self.transaction(), self._conn() as c, self._refused():
@@ -191,14 +190,27 @@ class PostgresStore(PostgresEditing, KindCalls):
                             "text=excluded.text, time=excluded.time, date=excluded.date, meta=excluded.meta, "
                             "ingested_at=excluded.ingested_at, embedding=excluded.embedding, doc_len=excluded.doc_len",
                             obs_rows)
-            for namespace, ids in by_namespace.items():
-                cur.execute("DELETE FROM terms WHERE namespace=%s AND obs_id = ANY(%s)", (namespace, ids))
-            if term_rows:  # COPY: one stream instead of a statement per posting
-                with cur.copy("COPY terms (namespace, obs_id, term, tf) FROM STDIN") as copy:
-                    for row in term_rows:
-                        copy.write_row(row)
+            self._put_postings(cur, postings)
             if speakers:
                 cur.executemany("INSERT INTO speakers VALUES (%s,%s) ON CONFLICT DO NOTHING", sorted(speakers))
+
+    @staticmethod
+    def _put_postings(cur: Any, postings: dict[str, dict[str, tuple[Any, int]]]) -> None:
+        """Replace these observations' postings ({namespace: {id: (term counts, length)}}, the observations
+        already written). Each posting carries its observation's length and row id, so a BM25 query reads
+        the postings alone (schema v2)."""
+        rows = []
+        for namespace, by_id in postings.items():
+            ids = list(by_id)
+            cur.execute("DELETE FROM terms WHERE namespace=%s AND obs_id = ANY(%s)", (namespace, ids))
+            rowids = dict(cur.execute("SELECT id, rowid FROM observations WHERE namespace=%s AND id = ANY(%s)",
+                                      (namespace, ids)).fetchall())
+            rows += [(namespace, oid, t, n, length, rowids[oid]) for oid, (counts, length) in by_id.items()
+                     for t, n in counts.items()]
+        if rows:  # COPY: one stream instead of a statement per posting
+            with cur.copy("COPY terms (namespace, obs_id, term, tf, doc_len, obs_rowid) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
 
     @staticmethod
     def _matrix_of(vecs: list) -> np.ndarray:
@@ -354,21 +366,22 @@ class PostgresStore(PostgresEditing, KindCalls):
         return cached[0]
 
     def lexical_search(self, namespace: str, text: str, k: int) -> list[tuple[str, float]]:
-        """BM25 with FTS5's formula and parameters (k1 1.2, b 0.75, idf floored at 1e-6), over the postings."""
+        """BM25 with FTS5's formula and parameters (k1 1.2, b 0.75, idf floored at 1e-6), from the query
+        terms' postings (an index-only range scan) and the namespace's document count and total length.
+        Each score sums its terms in one order, so equal documents tie exactly and the row id decides."""
         terms = sorted(set(index_terms(text)))
         if not terms or k <= 0:
             return []
         rows = self._q("""
-            WITH stats AS (SELECT COUNT(*)::float8 AS n, GREATEST(AVG(doc_len), 1e-9)::float8 AS avgdl
-                           FROM observations WHERE namespace=%(ns)s),
-                 df AS (SELECT term, COUNT(*)::float8 AS n FROM terms WHERE namespace=%(ns)s AND term = ANY(%(t)s)
-                        GROUP BY term)
-            SELECT o.id, SUM(GREATEST(LN((s.n - df.n + 0.5) / (df.n + 0.5)), 1e-6)
-                             * (t.tf * 2.2) / (t.tf + 1.2 * (0.25 + 0.75 * o.doc_len / s.avgdl))) AS score, o.rowid
-            FROM terms t JOIN df ON df.term = t.term
-                 JOIN observations o ON o.namespace = t.namespace AND o.id = t.obs_id, stats s
-            WHERE t.namespace = %(ns)s AND t.term = ANY(%(t)s)
-            GROUP BY o.id, o.rowid ORDER BY score DESC, o.rowid LIMIT %(k)s""", {"ns": namespace, "t": terms, "k": k})
+            WITH p AS (SELECT term, obs_id, obs_rowid, tf, doc_len, COUNT(*) OVER (PARTITION BY term)::float8 AS df
+                       FROM terms WHERE namespace=%(ns)s AND term = ANY(%(t)s)),
+                 s AS (SELECT docs::float8 AS n, GREATEST(total_len::float8 / GREATEST(docs, 1), 1e-9) AS avgdl
+                       FROM namespaces WHERE name=%(ns)s)
+            SELECT p.obs_id, SUM(GREATEST(LN((s.n - p.df + 0.5) / (p.df + 0.5)), 1e-6)
+                                 * (p.tf * 2.2) / (p.tf + 1.2 * (0.25 + 0.75 * p.doc_len / s.avgdl))
+                                 ORDER BY p.term) AS score
+            FROM p, s GROUP BY p.obs_id, p.obs_rowid ORDER BY score DESC, p.obs_rowid LIMIT %(k)s""",
+                       {"ns": namespace, "t": terms, "k": k})
         return [(r[0], float(r[1])) for r in rows if r[1] > 0]
 
     def refresh_indexes(self, namespace: str) -> None:

@@ -139,8 +139,7 @@ class PostgresEditing:
                     self._x("UPDATE observations SET doc_len=%s WHERE namespace=%s AND id=%s",
                             (length, values["namespace"], values["id"]))
                     with self._conn() as c:
-                        c.cursor().executemany("INSERT INTO terms VALUES (%s,%s,%s,%s)",
-                                               [(values["namespace"], values["id"], t, k) for t, k in counts.items()])
+                        self._put_postings(c.cursor(), {values["namespace"]: {values["id"]: (counts, length)}})
                     if values.get("speaker"):
                         self._x("INSERT INTO speakers VALUES (%s,%s) ON CONFLICT DO NOTHING",
                                 (values["namespace"], values["speaker"]))

@@ -5,11 +5,17 @@ The tables mirror SQLite's (store/sqlite_schema.py), with three differences: vec
 the lexical index is a postings table (`terms`: one row per observation and analysed term, with its
 count) scored by the same BM25 formula FTS5 uses, and no vector log is needed because PostgreSQL keeps
 its own indexes transactional.
+
+v2 makes BM25 read only the query terms' postings: each posting carries its observation's length and
+row id (so no join with `observations`), a covering index returns them without touching the table,
+and each namespace keeps its document count and total length, maintained by statement-level triggers
+on `observations` whatever writes it (so no scan of the namespace per query). At 10 K events a
+BM25 query went from two sequential scans of the observations to one index range scan.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 MIGRATIONS: dict[int, str] = {1: """
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -65,6 +71,44 @@ CREATE TABLE IF NOT EXISTS event_history (
 CREATE INDEX IF NOT EXISTS event_history_event ON event_history(namespace, event_id);
 CREATE TABLE IF NOT EXISTS llm_cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS llm_cache_refs (key TEXT NOT NULL, namespace TEXT NOT NULL, PRIMARY KEY (namespace, key));
+""", 2: """
+ALTER TABLE terms ADD COLUMN IF NOT EXISTS doc_len INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE terms ADD COLUMN IF NOT EXISTS obs_rowid BIGINT NOT NULL DEFAULT 0;
+UPDATE terms t SET doc_len = o.doc_len, obs_rowid = o.rowid
+  FROM observations o WHERE o.namespace = t.namespace AND o.id = t.obs_id;
+CREATE INDEX IF NOT EXISTS terms_bm25 ON terms (namespace, term) INCLUDE (obs_id, tf, doc_len, obs_rowid);
+ALTER TABLE namespaces ADD COLUMN IF NOT EXISTS docs BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE namespaces ADD COLUMN IF NOT EXISTS total_len BIGINT NOT NULL DEFAULT 0;
+UPDATE namespaces n SET docs = s.docs, total_len = s.total_len
+  FROM (SELECT namespace, COUNT(*) AS docs, SUM(doc_len) AS total_len FROM observations GROUP BY namespace) s
+  WHERE s.namespace = n.name;
+CREATE OR REPLACE FUNCTION compassmem_doc_stats() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    UPDATE namespaces n SET docs = n.docs + d.docs, total_len = n.total_len + d.total_len
+      FROM (SELECT namespace, COUNT(*) AS docs, SUM(doc_len) AS total_len FROM new_rows GROUP BY namespace) d
+      WHERE n.name = d.namespace;
+  ELSIF TG_OP = 'DELETE' THEN
+    UPDATE namespaces n SET docs = n.docs - d.docs, total_len = n.total_len - d.total_len
+      FROM (SELECT namespace, COUNT(*) AS docs, SUM(doc_len) AS total_len FROM old_rows GROUP BY namespace) d
+      WHERE n.name = d.namespace;
+  ELSE  -- an update changes a length, never the count (namespace and id are the key)
+    UPDATE namespaces n SET total_len = n.total_len + d.delta
+      FROM (SELECT a.namespace, SUM(a.doc_len - b.doc_len) AS delta FROM new_rows a JOIN old_rows b USING (rowid)
+            GROUP BY a.namespace HAVING SUM(a.doc_len - b.doc_len) <> 0) d
+      WHERE n.name = d.namespace;
+  END IF;
+  RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS obs_stats_insert ON observations;
+DROP TRIGGER IF EXISTS obs_stats_delete ON observations;
+DROP TRIGGER IF EXISTS obs_stats_update ON observations;
+CREATE TRIGGER obs_stats_insert AFTER INSERT ON observations REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION compassmem_doc_stats();
+CREATE TRIGGER obs_stats_delete AFTER DELETE ON observations REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION compassmem_doc_stats();
+CREATE TRIGGER obs_stats_update AFTER UPDATE ON observations REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION compassmem_doc_stats();
 """}
 
 
