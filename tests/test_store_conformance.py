@@ -195,7 +195,6 @@ def test_bm25_is_the_same_on_every_backend(tmp_path, pg_url):
     from compassmem.store.postgres import PostgresStore
 
     words = "garden tomatoes bicycle marathon piano recipe beagle puppy concert museum lake kayak".split()
-    rng = np.random.default_rng(5)
 
     def texts(n, seed):
         r = np.random.default_rng(seed)
