@@ -174,3 +174,26 @@ def test_bench_cli_names_failed_answers_and_exits_non_zero(tmp_path, locomo_path
                                  "--methods", "bm25_turns"])
     assert r.exit_code == 1, r.output
     assert "2 answer(s) failed and were not recorded" in r.output and "re-run the same command" in r.output
+
+
+def test_an_interrupted_build_keeps_the_cost_of_every_step_it_finished(tmp_path, locomo_path, monkeypatch):
+    from compassmem.construct.pipeline import Constructor
+
+    cfg = BenchConfig(dataset="locomo", data=locomo_path, out=tmp_path, samples=["conv-26"], sessions=(1, 3),
+                      limit=2, embedder="hash", methods=["bm25_turns"])
+    real, built = Constructor.add_step, []
+
+    def dies_at_step_3(self, namespace, step, *args):
+        if step == 3:
+            raise KeyboardInterrupt  # the run is killed mid-build
+        built.append(step)
+        return real(self, namespace, step, *args)
+
+    monkeypatch.setattr(Constructor, "add_step", dies_at_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        run_benchmark(cfg)
+    saved = json.loads((tmp_path / "construction.json").read_text())
+    assert [t["step"] for t in saved] == built == [1, 2] and all(t["wall_s"] > 0 for t in saved)
+    monkeypatch.undo()
+    res = run_benchmark(cfg)  # resumes: only step 3 is built, and the table has all three
+    assert sorted(t["step"] for t in res["timings"]) == [1, 2, 3]

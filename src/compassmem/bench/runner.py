@@ -55,17 +55,21 @@ class BenchConfig:
             raise ConfigError(f"unknown benchmark dataset '{self.dataset}'")
 
 
-def _build(mem: Memory, ds: Dataset, label: str, progress: Progress | None) -> list[dict]:
+def _build(mem: Memory, ds: Dataset, label: str, progress: Progress | None, timings_path: Path) -> list[dict]:
+    """Build (or resume) a memory; each new step's cost is saved to timings_path as soon as the step is
+    committed, so a build interrupted after hours keeps the cost of every step it finished."""
     timings = []
     for i, item in enumerate(ds.steps):
         t0 = time.perf_counter()
         existed = mem.store.get_step(item.namespace, item.step) is not None
         rec = mem.constructor.add_step(item.namespace, item.step, item.observations, item.world_time)
         if not existed:
-            timings.append({"memory": label, "namespace": item.namespace, "step": item.step,
-                            "observations": rec.observations, "wall_s": round(time.perf_counter() - t0, 4),
-                            "llm_calls": rec.llm_calls, "prompt_tokens": rec.prompt_tokens,
-                            "completion_tokens": rec.completion_tokens})
+            timing = {"memory": label, "namespace": item.namespace, "step": item.step,
+                      "observations": rec.observations, "wall_s": round(time.perf_counter() - t0, 4),
+                      "llm_calls": rec.llm_calls, "prompt_tokens": rec.prompt_tokens,
+                      "completion_tokens": rec.completion_tokens}
+            _save_timings(timings_path, [timing])
+            timings.append(timing)
         if progress:
             progress(f"building {label}", i + 1, len(ds.steps))
     return timings
@@ -99,7 +103,7 @@ def prepare(cfg: BenchConfig, progress: Progress | None = None) -> tuple[Dataset
         present = {(s.namespace, o.id) for s in ds.steps for o in s.observations}
         ds.questions = [q for q in ds.questions if q.evidence and all((q.namespace, e) in present for e in q.evidence)]
     main = _memory(cfg, "memory-events.db", cfg.settings)
-    return ds, main, _build(main, ds, "events", progress)
+    return ds, main, _build(main, ds, "events", progress, cfg.out / "construction.json")
 
 
 def _memory(cfg: BenchConfig, db: str, settings: Settings) -> Memory:
@@ -109,7 +113,7 @@ def _memory(cfg: BenchConfig, db: str, settings: Settings) -> Memory:
 
 
 def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
-    ds, main, timings = prepare(cfg, progress)
+    ds, main, _ = prepare(cfg, progress)
     responder = main.engine.roles.responder
     methods: list[Method] = []
     for name in cfg.methods:
@@ -120,7 +124,7 @@ def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
         elif name == "chunks100":
             chunk_mem = _memory(cfg, "memory-chunks100.db", cfg.settings)
             chunk_mem.constructor.roles.segmenter = FixedChunkSegmenter(100)
-            timings += _build(chunk_mem, ds, "chunks100", progress)
+            _build(chunk_mem, ds, "chunks100", progress, cfg.out / "construction.json")
             methods.append(CompassMemMethod(name, chunk_mem))
         elif name in ABLATIONS:
             methods.append(CompassMemMethod(name, Memory(llm=cfg.llm, embedder=cfg.embedder, store=main.store,
@@ -135,10 +139,11 @@ def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
             methods.append(DenseTurns(main, responder, main.embedder, k, cfg.settings.search.max_context_tokens, name))
         elif base == "bm25_turns":
             methods.append(BM25Turns(main, responder, k, cfg.settings.search.max_context_tokens, name))
-    _save_timings(cfg.out / "construction.json", timings)
     failed: list[dict] = []
     rows = answer_rows(cfg, ds, main, methods, cfg.out / "results.jsonl", progress, failed)
-    return {"rows": rows, "timings": json.loads((cfg.out / "construction.json").read_text()), "failed": failed}
+    timings_path = cfg.out / "construction.json"
+    timings = json.loads(timings_path.read_text()) if timings_path.is_file() else []
+    return {"rows": rows, "timings": timings, "failed": failed}
 
 
 def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Method], results_path: Path,
@@ -205,7 +210,10 @@ def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Metho
 
 
 def _save_timings(path: Path, new: list[dict]) -> None:
+    """Merge step timings into path (a rebuilt step replaces its old timing); written whole, then renamed."""
     old = json.loads(path.read_text()) if path.is_file() else []
     seen = {(t["memory"], t["namespace"], t["step"]) for t in new}
     merged = [t for t in old if (t["memory"], t["namespace"], t["step"]) not in seen] + new
-    path.write_text(json.dumps(merged, indent=1))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(merged, indent=1))
+    tmp.replace(path)
