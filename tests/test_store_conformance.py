@@ -271,9 +271,9 @@ def test_postgres_v1_database_migrates_to_postings_with_lengths(pg_url):
 def test_postgres_builds_hnsw_once_a_namespace_is_large_and_still_finds_the_nearest(pg_url, monkeypatch):
     """Below EXACT_BELOW rows every search scans exactly and no HNSW graph is maintained; past it the first
     refresh creates the indexes, and approximate search keeps returning the true nearest events here."""
-    from compassmem.store import postgres
+    from compassmem.store import postgres, postgres_index
 
-    monkeypatch.setattr(postgres, "EXACT_BELOW", 10)
+    monkeypatch.setattr(postgres_index, "EXACT_BELOW", 10)
     store = postgres.PostgresStore(pg_url)
     try:
         store.ensure_namespace("a")

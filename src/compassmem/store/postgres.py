@@ -4,33 +4,32 @@ Selected by a `postgresql://` URL. psycopg 3 with a connection pool; one transac
 step, taking a transaction-level advisory lock so two writers (two `compassmem serve` processes, two
 ingests) never interleave a step, while readers see whole steps only (a read snapshot is a REPEATABLE
 READ transaction). Vectors are pgvector columns with HNSW indexes; the lexical signal is BM25 computed
-in SQL over a postings table with FTS5's formula, so rankings equal the SQLite store's.
+in SQL over a postings table with FTS5's formula, so rankings equal the SQLite store's. Search and index upkeep
+live in store/postgres_index.py, editing and export in store/postgres_edit.py.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
 import numpy as np
 
-from ..embed.base import dots, l2_normalise
+from ..embed.base import l2_normalise
 from ..errors import InputError, StoreError
 from ..models import Event, Observation, Relation, StepRecord, Topic, utcnow
-from ..text import index_terms
 from . import rows as records
 from .base import cache_namespace
 from .rows import EVENT_COLS as _EVENT_COLS, KINDS as _KINDS, OBS_COLS as _OBS_COLS, REL_COLS, KindCalls
 from .postgres_edit import PostgresEditing
-from .postgres_schema import MIGRATIONS, SCHEMA_VERSION, hnsw_indexes
+from .postgres_index import PostgresIndexes
+from .postgres_schema import MIGRATIONS, SCHEMA_VERSION
 from .postgres_values import _np, _terms
 
-EXACT_BELOW = 20_000  # rows per namespace and kind under which a search scans exactly (IndexPolicy.ann_min_rows)
 _WRITE_LOCK = 0x436F6D70  # one advisory lock for all writers: steps never interleave (as in SQLite)
-class PostgresStore(PostgresEditing, KindCalls):
+class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
     """Thread-safe: each thread's transaction or snapshot holds one pooled connection."""
 
     def __init__(self, url: str, max_connections: int = 8) -> None:
@@ -313,118 +312,6 @@ class PostgresStore(PostgresEditing, KindCalls):
 
 
 
-
-    # ------------------------------------------------------------------ ranked search
-
-
-
-    def _search(self, namespace: str, kind: str, query: np.ndarray, k: int, exact: bool = True) -> list[tuple[str, float]]:
-        """pgvector proposes candidates by cosine distance (HNSW; an exhaustive scan below EXACT_BELOW rows, as
-        the SQLite store has no ANN base there); they are re-scored from the stored vectors, so both stores
-        rank alike (`exact` changes nothing here: scores are always exact). Never an exhaustive scan of a
-        large namespace because `exact` was asked: that made every merge-candidate lookup of a large namespace's
-        ingest, and the scale harness's "ANN" primitive, a full scan (616 ms at 200 K rows)."""
-        if self._dim is None:  # another process may have stored the first vector since we opened
-            self._dim = int(self.get_meta("vector_dim") or 0) or None
-        if k <= 0 or self._dim is None or len(query) != self._dim:
-            return []
-        table, col = _KINDS[kind]
-        scan = self._rows_in(namespace, table) < EXACT_BELOW  # as SQLite: no ANN for small namespaces
-        want = max(2 * k, k + 16)
-        cast = f"{col}::vector({self._dim})"
-        # the ANN path orders by distance alone: a second sort key (rowid) keeps the planner from walking the
-        # HNSW index and makes it cast and sort every row of the namespace (160 ms at 64 K rows). Candidates
-        # are re-scored and tie-broken below, so the exact path's rowid order is all that ties need
-        select = (f"SELECT id, {col} FROM {table} WHERE namespace=%s AND {col} IS NOT NULL "
-                  f"ORDER BY {cast} <=> %s::vector({self._dim})")
-        exact_sql = select + ", rowid LIMIT %s"
-        sql = exact_sql if scan else select + " LIMIT %s"
-        q = np.asarray(query, np.float32)
-        with self._conn() as c:
-            with c.transaction():  # SET LOCAL inside a step's transaction is undone below, not at its commit
-                c.execute("SET LOCAL hnsw.ef_search = %s" % max(40, min(1000, 2 * want)))
-                if scan:
-                    c.execute("SET LOCAL enable_indexscan = off")
-                rows = c.execute(sql, (namespace, q, want), binary=True).fetchall()
-                if not scan and len(rows) < min(k, want):  # a filtered HNSW walk can come back short
-                    c.execute("SET LOCAL enable_indexscan = off")
-                    rows = c.execute(exact_sql, (namespace, q, want), binary=True).fetchall()
-                c.execute("SET LOCAL enable_indexscan TO DEFAULT")
-                c.execute("SET LOCAL hnsw.ef_search TO DEFAULT")
-        if not rows:
-            return []
-        sims = dots(self._matrix_of([r[1] for r in rows]), l2_normalise(q))
-        order = np.lexsort((np.arange(len(rows)), -sims))
-        return [(rows[i][0], float(sims[i])) for i in order[:k]]
-
-    def _rows_in(self, namespace: str, table: str) -> int:
-        """A namespace's row count in a table, remembered for a few seconds (it only decides exact vs ANN)."""
-        key, now = (namespace, table), time.monotonic()
-        cached = self._counts.get(key)
-        if cached is None or now - cached[1] > 30:
-            cached = self._counts[key] = (self._q(f"SELECT COUNT(*) FROM {table} WHERE namespace=%s", (namespace,))[0][0], now)
-        return cached[0]
-
-    def lexical_search(self, namespace: str, text: str, k: int) -> list[tuple[str, float]]:
-        """BM25 with FTS5's formula and parameters (k1 1.2, b 0.75, idf floored at 1e-6), from the query
-        terms' postings (an index-only range scan) and the namespace's document count and total length.
-        Each score sums its terms in one order, so equal documents tie exactly and the row id decides."""
-        terms = sorted(set(index_terms(text)))
-        if not terms or k <= 0:
-            return []
-        rows = self._q("""
-            WITH p AS (SELECT term, obs_id, obs_rowid, tf, doc_len, COUNT(*) OVER (PARTITION BY term)::float8 AS df
-                       FROM terms WHERE namespace=%(ns)s AND term = ANY(%(t)s)),
-                 s AS (SELECT docs::float8 AS n, GREATEST(total_len::float8 / GREATEST(docs, 1), 1e-9) AS avgdl
-                       FROM namespaces WHERE name=%(ns)s)
-            SELECT p.obs_id, SUM(GREATEST(LN((s.n - p.df + 0.5) / (p.df + 0.5)), 1e-6)
-                                 * (p.tf * 2.2) / (p.tf + 1.2 * (0.25 + 0.75 * p.doc_len / s.avgdl))
-                                 ORDER BY p.term) AS score
-            FROM p, s GROUP BY p.obs_id, p.obs_rowid ORDER BY score DESC, p.obs_rowid LIMIT %(k)s""",
-                       {"ns": namespace, "t": terms, "k": k})
-        return [(r[0], float(r[1])) for r in rows if r[1] > 0]
-
-    def refresh_indexes(self, namespace: str) -> None:
-        """PostgreSQL keeps its indexes current inside each transaction; what is left is to create the HNSW
-        indexes once a namespace is large enough to search approximately (below EXACT_BELOW rows every
-        search scans exactly, and maintaining an HNSW graph made small ingests several times slower).
-        Called after each step, outside its transaction, like the SQLite store's base builds. It also refreshes
-        the planner's statistics each time a namespace has doubled since the last time (from 1,000 rows): right
-        after a bulk ingest, before autovacuum had analysed the new rows, a BM25 query over the postings took
-        12 s instead of 70 ms."""
-        if self._dim is None or getattr(self._local, "conn", None) is not None:
-            return
-        rows = self._rows_in(namespace, "observations")  # a count up to 30 s old is close enough
-        analysed = int(self.get_meta(f"analysed/{namespace}") or 0)
-        if rows >= max(1000, 2 * analysed):
-            self._x("ANALYZE observations, terms, events, relations, topics")
-            self.set_meta(f"analysed/{namespace}", str(rows))
-        if self.get_meta("hnsw_indexes"):
-            return
-        if max(self._rows_in(namespace, table) for table, _ in _KINDS.values()) < EXACT_BELOW:
-            return
-        with self.transaction():  # under the writers' lock: one process builds them
-            if not self.get_meta("hnsw_indexes"):
-                for sql in hnsw_indexes(self._dim):
-                    self._x(sql)
-                self.set_meta("hnsw_indexes", "1")
-
-    def check_indexes(self, namespace: str) -> list[str]:
-        problems: list[str] = []
-        with self.snapshot():
-            want = {}
-            for oid, text, meta in self._q("SELECT id, text, meta FROM observations WHERE namespace=%s", (namespace,)):
-                want[oid] = dict(_terms(text, meta)[0])
-            have: dict[str, dict[str, int]] = {}
-            for oid, term, tf in self._q("SELECT obs_id, term, tf FROM terms WHERE namespace=%s", (namespace,)):
-                have.setdefault(oid, {})[term] = tf
-            have.update({o: {} for o in want if o not in have and not want[o]})
-            if set(want) != set(have):
-                problems.append(f"full-text: {len(set(want) - set(have))} observations missing, "
-                                f"{len(set(have) - set(want))} entries without an observation")
-            elif any(want[o] != have[o] for o in want):
-                problems.append("full-text: entries disagree with their observation's text")
-        return problems
 
     # ------------------------------------------------------------------ relations
     def add_relation(self, relation: Relation) -> None:
