@@ -183,6 +183,12 @@ class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
                 speakers.add((o.namespace, o.speaker))
         with self.transaction(), self._conn() as c, self._refused():
             cur = c.cursor()
+            totals = {}  # per namespace: new documents, and how much their total length changes
+            for namespace, by_id in postings.items():
+                before = dict(cur.execute("SELECT id, doc_len FROM observations WHERE namespace=%s AND id = ANY(%s)",
+                                          (namespace, list(by_id))).fetchall())
+                totals[namespace] = (len(by_id) - len(before),
+                                     sum(n for _, n in by_id.values()) - sum(before.values()))
             cur.executemany("INSERT INTO observations (namespace,id,step,seq,speaker,text,time,date,meta,ingested_at,"
                             "embedding,doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (namespace, id) "
                             "DO UPDATE SET step=excluded.step, seq=excluded.seq, speaker=excluded.speaker, "
@@ -190,8 +196,18 @@ class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
                             "ingested_at=excluded.ingested_at, embedding=excluded.embedding, doc_len=excluded.doc_len",
                             obs_rows)
             self._put_postings(cur, postings)
+            for namespace, (docs, length) in totals.items():
+                self._add_to_totals(cur, namespace, docs, length)
             if speakers:
                 cur.executemany("INSERT INTO speakers VALUES (%s,%s) ON CONFLICT DO NOTHING", sorted(speakers))
+
+    @staticmethod
+    def _add_to_totals(cur: Any, namespace: str, docs: int, length: int) -> None:
+        """Keep a namespace's document count and total length (BM25's N and average length) current; every
+        call that adds, rewrites or removes observations calls this in the same transaction."""
+        if docs or length:
+            cur.execute("UPDATE namespaces SET docs = docs + %s, total_len = total_len + %s WHERE name = %s",
+                        (docs, length, namespace))
 
     @staticmethod
     def _put_postings(cur: Any, postings: dict[str, dict[str, tuple[Any, int]]]) -> None:

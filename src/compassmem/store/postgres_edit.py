@@ -17,16 +17,19 @@ from .postgres_values import EXPORT_TABLES, _portable, _terms
 
 
 class PostgresEditing:
-    """Needs from its host: _q, _x, _conn, _pool, _local, _psycopg, transaction, snapshot, _ensure_dim."""
+    """Needs from its host: _q, _x, _conn, _pool, _local, _psycopg, transaction, snapshot, _ensure_dim,
+    _put_postings, _add_to_totals."""
 
     # ------------------------------------------------------------------ editing
     def delete_observations(self, namespace: str, ids: list[str]) -> list[Observation]:
         with self.transaction():
-            rows = self._q(f"DELETE FROM observations WHERE namespace=%s AND id = ANY(%s) RETURNING {_OBS_COLS}",
+            rows = self._q(f"DELETE FROM observations WHERE namespace=%s AND id = ANY(%s) RETURNING {_OBS_COLS}, doc_len",
                            (namespace, list(dict.fromkeys(ids))))
+            with self._conn() as c:
+                self._add_to_totals(c.cursor(), namespace, -len(rows), -sum(r[-1] for r in rows))
             self._x("DELETE FROM speakers s WHERE namespace=%s AND NOT EXISTS (SELECT 1 FROM observations o WHERE "
                     "o.namespace = s.namespace AND o.speaker = s.name)", (namespace,))
-        return sorted((records.observation(r) for r in rows), key=lambda o: (o.step, o.seq))
+        return sorted((records.observation(r[:-1]) for r in rows), key=lambda o: (o.step, o.seq))
 
     def delete_events(self, namespace: str, ids: list[str]) -> int:
         with self.transaction():
@@ -140,6 +143,7 @@ class PostgresEditing:
                             (length, values["namespace"], values["id"]))
                     with self._conn() as c:
                         self._put_postings(c.cursor(), {values["namespace"]: {values["id"]: (counts, length)}})
+                        self._add_to_totals(c.cursor(), values["namespace"], 1, length)
                     if values.get("speaker"):
                         self._x("INSERT INTO speakers VALUES (%s,%s) ON CONFLICT DO NOTHING",
                                 (values["namespace"], values["speaker"]))
