@@ -258,12 +258,38 @@ def test_postgres_v1_database_migrates_to_postings_with_lengths(pg_url):
                       "VALUES ('a', %s, 1, %s, %s, '{}', 'now', %s)", (f"o{i}", i, text, n))
             for term in set(text.split()):
                 c.execute("INSERT INTO terms VALUES ('a', %s, %s, %s)", (f"o{i}", term, text.split().count(term)))
+        c.execute("UPDATE observations SET embedding = %s::vector WHERE id = 'o0'", (str(_vec(7, 512).tolist()),))
+        c.execute("INSERT INTO meta VALUES ('vector_dim', '512')")
     store = PostgresStore(pg_url)
     try:
         assert store.get_meta("schema_version") == "2"
         assert tuple(store._q("SELECT docs, total_len FROM namespaces WHERE name='a'")[0]) == (3, 7)
         hits = store.lexical_search("a", "piano", 5)
         assert [h[0] for h in hits] == ["o0", "o1"] and hits[0][1] > hits[1][1] > 0
+        v = _vec(7, 512)  # rewritten to be stored inline, bit for bit the same
+        stored = store._q("SELECT embedding FROM observations WHERE id = 'o0'")[0][0]
+        assert np.array_equal(np.asarray(stored.to_numpy(), np.float32), v)
+    finally:
+        store.close()
+
+
+def test_postgres_keeps_vectors_in_their_rows_and_still_takes_wide_ones(pg_url):
+    """Vectors are stored inline (an exact scan read a TOAST table per row), yet a 3,072-dimension vector
+    (text-embedding-3-large), whose row cannot fit a page inline, is still stored and found."""
+    from compassmem.store.postgres import PostgresStore
+
+    store = PostgresStore(pg_url)
+    try:
+        storage = dict(store._q("SELECT attrelid::regclass::text, attstorage FROM pg_attribute WHERE attname IN "
+                                "('embedding', 'centroid') AND attrelid::regclass::text IN ('observations', 'events', 'topics')"))
+        assert storage == {"observations": "m", "events": "m", "topics": "m"}
+        store.ensure_namespace("a")
+        vecs = np.stack([_vec(i, dim=3072) for i in range(3)])
+        store.add_observations(_obs(), vecs)
+        for i in range(3):
+            store.put_event(_event(f"e{i}", obs=(f"D1:{i}",)), vecs[i])
+        assert store.search_events("a", vecs[1], 1)[0][0] == "e1"
+        assert np.allclose(store.observation_vectors("a", ["D1:2"])[0], vecs[2] / np.linalg.norm(vecs[2]), atol=1e-6)
     finally:
         store.close()
 
