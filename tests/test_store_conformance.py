@@ -266,7 +266,7 @@ def test_postgres_v1_database_migrates_to_postings_with_lengths(pg_url):
         assert tuple(store._q("SELECT docs, total_len FROM namespaces WHERE name='a'")[0]) == (3, 7)
         hits = store.lexical_search("a", "piano", 5)
         assert [h[0] for h in hits] == ["o0", "o1"] and hits[0][1] > hits[1][1] > 0
-        v = _vec(7, 512)  # rewritten to be stored inline, bit for bit the same
+        v = _vec(7, 512)  # an old vector is untouched
         stored = store._q("SELECT embedding FROM observations WHERE id = 'o0'")[0][0]
         assert np.array_equal(np.asarray(stored.to_numpy(), np.float32), v)
     finally:

@@ -14,9 +14,12 @@ went from two sequential scans of the observations to one index range scan. (Sta
 kept the totals at first; fired once per row of a batched insert they made a 40 K-row ingest
 transaction quadratic, so the store does it in its own statements.)
 
-v2 also keeps vectors inside their rows (STORAGE MAIN; existing rows rewritten once): pgvector's type
-defaults to out-of-line storage, so every row of an exact scan was a TOAST lookup (a 10 K-event scan:
-31 → 13 ms). MAIN still moves a vector out of line when its row would not fit a page (~2,000 dimensions).
+v2 also keeps vectors inside their rows (STORAGE MAIN): pgvector's type defaults to out-of-line storage,
+so every row of an exact scan was a TOAST lookup (a 10 K-event scan: 31 → 13 ms). MAIN still moves a
+vector out of line when its row would not fit a page (~2,000 dimensions). Rows written before v2 keep
+their vectors where they are: rewriting them in the migration re-inserted every row into the HNSW
+graphs (longer than the original ingest at 100 K events). `compassmem export` and `import` of a
+namespace writes it anew.
 """
 
 from __future__ import annotations
@@ -91,9 +94,6 @@ UPDATE namespaces n SET docs = s.docs, total_len = s.total_len
 ALTER TABLE observations ALTER COLUMN embedding SET STORAGE MAIN;
 ALTER TABLE events ALTER COLUMN embedding SET STORAGE MAIN;
 ALTER TABLE topics ALTER COLUMN centroid SET STORAGE MAIN;
-UPDATE observations SET embedding = (embedding::real[])::vector WHERE embedding IS NOT NULL;
-UPDATE events SET embedding = (embedding::real[])::vector;
-UPDATE topics SET centroid = (centroid::real[])::vector;
 """}
 
 
