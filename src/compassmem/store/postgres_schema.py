@@ -15,7 +15,7 @@ kept the totals at first; fired once per row of a batched insert they made a 40 
 transaction quadratic, so the store does it in its own statements.)
 
 v2 also keeps vectors inside their rows (STORAGE MAIN): pgvector's type defaults to out-of-line storage,
-so every row of an exact scan was a TOAST lookup (a 10 K-event scan: 31 → 13 ms). MAIN still moves a
+so every row of an exact scan was a TOAST lookup (a 10 K-event exact scan: 54 → 37 ms). MAIN still moves a
 vector out of line when its row would not fit a page (~2,000 dimensions). Rows written before v2 keep
 their vectors where they are: rewriting them in the migration re-inserted every row into the HNSW
 graphs (longer than the original ingest at 100 K events). `compassmem export` and `import` of a
