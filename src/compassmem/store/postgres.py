@@ -29,6 +29,8 @@ from .postgres_schema import MIGRATIONS, SCHEMA_VERSION
 from .postgres_values import _np, _terms
 
 _WRITE_LOCK = 0x436F6D70  # one advisory lock for all writers: steps never interleave (as in SQLite)
+
+
 class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
     """Thread-safe: each thread's transaction or snapshot holds one pooled connection."""
 
@@ -301,7 +303,6 @@ class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
             self._x("UPDATE observations SET event=%s WHERE namespace=%s AND id = ANY(%s)",
                     (event.id, event.namespace, event.observation_ids))
 
-
     def get_event(self, namespace: str, event_id: str) -> Event | None:
         rows = self._q(f"SELECT {_EVENT_COLS} FROM events WHERE namespace=%s AND id=%s", (namespace, event_id))
         return records.event(rows[0]) if rows else None
@@ -326,9 +327,6 @@ class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
                        (namespace,))
         return [r[0] for r in rows], self._matrix_of([r[1] for r in rows])
 
-
-
-
     # ------------------------------------------------------------------ relations
     def add_relation(self, relation: Relation) -> None:
         r = relation
@@ -337,8 +335,6 @@ class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
                 "target=excluded.target, type=excluded.type, evidence=excluded.evidence, origin=excluded.origin, "
                 "confidence=excluded.confidence, step=excluded.step",
                 (r.namespace, r.id, r.source, r.target, r.type, json.dumps(r.evidence), r.origin, r.confidence, r.step))
-
-
 
     def relations(self, namespace: str) -> list[Relation]:
         return [records.relation(r) for r in self._q(f"SELECT {REL_COLS} FROM relations WHERE namespace=%s "
