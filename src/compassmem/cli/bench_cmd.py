@@ -11,7 +11,7 @@ from typing import Callable, Iterator, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from .common import EMB_HELP, parse_range
 
@@ -27,14 +27,15 @@ METHODS_HELP = ("Comma-separated methods (default all): compassmem, full_context
 
 @contextmanager
 def _progress() -> Iterator[Callable[[str, int, int], None]]:
-    """A bar per phase ('building', 'answering', 'judging', ...) on stderr."""
+    """A bar per phase ('building', 'answering', 'judging', a cross-validation fold, ...) on stderr, with
+    the time left: a local-model run takes hours."""
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err) as bar:
+                  TextColumn("left"), TimeRemainingColumn(), console=err) as bar:
         tasks: dict[str, int] = {}
 
         def progress(phase: str, done: int, total: int) -> None:
             if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=total)
+                tasks[phase] = bar.add_task(escape(phase), total=total)
             bar.update(tasks[phase], completed=done, total=total)
 
         yield progress
@@ -226,15 +227,7 @@ def cv(data: Path = DataOpt, out: Path = OutOpt,
         raise ConfigError(f"unknown --metric '{metric}'; one of {', '.join(allowed)}")
     cfg = BenchConfig(dataset="locomo", data=data, out=out, methods=["compassmem"], samples=_split(samples),
                       embedder=embedder, settings=Settings.load(config))
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err) as bar:
-        tasks: dict[str, int] = {}
-
-        def progress(phase: str, done: int, total: int) -> None:
-            if phase not in tasks:
-                tasks[phase] = bar.add_task(escape(phase), total=total)
-            bar.update(tasks[phase], completed=done, total=total)
-
+    with _progress() as progress:
         result = run_cv(cfg, parse_grid(grid), metric, progress)
     command = "compassmem " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     (out / "cv.md").write_text(f"Command: `{command}`\n\n" + (out / "cv.md").read_text())
