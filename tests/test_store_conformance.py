@@ -216,6 +216,7 @@ def test_bm25_is_the_same_on_every_backend(tmp_path, pg_url):
         assert tuple(kept) == tuple(truth)
         assert not pg._q("SELECT 1 FROM terms t JOIN observations o ON o.namespace = t.namespace AND o.id = t.obs_id "
                          "WHERE t.doc_len <> o.doc_len OR t.obs_rowid <> o.rowid LIMIT 1")
+        assert pg.check_indexes(namespace) == []
 
     try:
         for s in stores:
@@ -236,6 +237,11 @@ def test_bm25_is_the_same_on_every_backend(tmp_path, pg_url):
         for s in stores:
             s.delete_namespace("b")
         same_rankings()
+        # the store's own check notices totals or postings that drifted from the rows
+        pg._x("UPDATE namespaces SET total_len = total_len + 1 WHERE name = 'a'")
+        pg._x("UPDATE terms SET doc_len = doc_len + 1 WHERE obs_id = 'o0'")
+        problems = pg.check_indexes("a")
+        assert len(problems) == 2 and "totals" in problems[1] and "stale length" in problems[0]
     finally:
         for s in stores:
             s.close()

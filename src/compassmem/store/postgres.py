@@ -199,17 +199,16 @@ class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
                             obs_rows)
             self._put_postings(cur, postings)
             for namespace, (docs, length) in totals.items():
-                self._add_to_totals(cur, namespace, docs, length)
+                self._add_to_totals(namespace, docs, length)
             if speakers:
                 cur.executemany("INSERT INTO speakers VALUES (%s,%s) ON CONFLICT DO NOTHING", sorted(speakers))
 
-    @staticmethod
-    def _add_to_totals(cur: Any, namespace: str, docs: int, length: int) -> None:
+    def _add_to_totals(self, namespace: str, docs: int, length: int) -> None:
         """Keep a namespace's document count and total length (BM25's N and average length) current; every
-        call that adds, rewrites or removes observations calls this in the same transaction."""
+        call that adds, rewrites or removes observations calls this in its own transaction."""
         if docs or length:
-            cur.execute("UPDATE namespaces SET docs = docs + %s, total_len = total_len + %s WHERE name = %s",
-                        (docs, length, namespace))
+            self._x("UPDATE namespaces SET docs = docs + %s, total_len = total_len + %s WHERE name = %s",
+                    (docs, length, namespace))
 
     @staticmethod
     def _put_postings(cur: Any, postings: dict[str, dict[str, tuple[Any, int]]]) -> None:

@@ -25,8 +25,7 @@ class PostgresEditing:
         with self.transaction():
             rows = self._q(f"DELETE FROM observations WHERE namespace=%s AND id = ANY(%s) RETURNING {_OBS_COLS}, doc_len",
                            (namespace, list(dict.fromkeys(ids))))
-            with self._conn() as c:
-                self._add_to_totals(c.cursor(), namespace, -len(rows), -sum(r[-1] for r in rows))
+            self._add_to_totals(namespace, -len(rows), -sum(r[-1] for r in rows))
             self._x("DELETE FROM speakers s WHERE namespace=%s AND NOT EXISTS (SELECT 1 FROM observations o WHERE "
                     "o.namespace = s.namespace AND o.speaker = s.name)", (namespace,))
         return sorted((records.observation(r[:-1]) for r in rows), key=lambda o: (o.step, o.seq))
@@ -143,7 +142,7 @@ class PostgresEditing:
                             (length, values["namespace"], values["id"]))
                     with self._conn() as c:
                         self._put_postings(c.cursor(), {values["namespace"]: {values["id"]: (counts, length)}})
-                        self._add_to_totals(c.cursor(), values["namespace"], 1, length)
+                    self._add_to_totals(values["namespace"], 1, length)
                     if values.get("speaker"):
                         self._x("INSERT INTO speakers VALUES (%s,%s) ON CONFLICT DO NOTHING",
                                 (values["namespace"], values["speaker"]))

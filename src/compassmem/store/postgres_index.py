@@ -22,7 +22,6 @@ class PostgresIndexes:
     """Needs from its host: _q, _x, _conn, _local, _dim, _counts, _matrix_of, transaction, snapshot,
     get_meta, set_meta."""
 
-
     def _search(self, namespace: str, kind: str, query: np.ndarray, k: int, exact: bool = True) -> list[tuple[str, float]]:
         """pgvector proposes candidates by cosine distance (HNSW; an exhaustive scan below EXACT_BELOW rows, as
         the SQLite store has no ANN base there); they are re-scored from the stored vectors, so both stores
@@ -129,4 +128,15 @@ class PostgresIndexes:
                                 f"{len(set(have) - set(want))} entries without an observation")
             elif any(want[o] != have[o] for o in want):
                 problems.append("full-text: entries disagree with their observation's text")
+            stale = self._q("SELECT COUNT(*) FROM terms t JOIN observations o ON o.namespace = t.namespace "
+                            "AND o.id = t.obs_id WHERE t.namespace=%s AND (t.doc_len <> o.doc_len OR "
+                            "t.obs_rowid <> o.rowid)", (namespace,))[0][0]
+            if stale:
+                problems.append(f"full-text: {stale} entries carry a stale length or row id")
+            kept = self._q("SELECT docs, total_len FROM namespaces WHERE name=%s", (namespace,))
+            truth = self._q("SELECT COUNT(*), COALESCE(SUM(doc_len), 0) FROM observations WHERE namespace=%s",
+                            (namespace,))[0]
+            if kept and tuple(kept[0]) != tuple(truth):
+                problems.append(f"full-text: namespace totals {tuple(kept[0])} disagree with its observations "
+                                f"{tuple(truth)} (documents, total length)")
         return problems
