@@ -67,7 +67,7 @@ def run_cv(cfg: BenchConfig, grid: Grid, metric: str = "recall@1000", progress: 
     from ..memory import Memory
 
     cfg.out.mkdir(parents=True, exist_ok=True)
-    ds, main, _ = prepare(cfg, progress)
+    ds, main = prepare(cfg, progress)
     grid_points = points(grid)
     per_point: list[list[dict]] = []
     for i, point in enumerate(grid_points):

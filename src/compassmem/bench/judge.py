@@ -32,6 +32,7 @@ def judge_rows(out: Path, llm: LLMClient, judge: str, progress: Callable[[str, i
     path = out / JUDGMENTS
     done = {(j["judge"], j["method"], j["qid"]) for j in read_jsonl(path)}
     todo = [r for r in rows if not r["skipped"] and (judge, r["method"], r["qid"]) not in done]
+    graded = 0
     with path.open("a") as fh:
         for i, r in enumerate(todo):
             try:
@@ -46,9 +47,10 @@ def judge_rows(out: Path, llm: LLMClient, judge: str, progress: Callable[[str, i
             fh.write(json.dumps({"judge": judge, "method": r["method"], "qid": r["qid"],
                                  "j": int(verdict.label == "CORRECT")}) + "\n")
             fh.flush()
+            graded += 1
             if progress:
                 progress("judging", i + 1, len(todo))
-    return len(todo) - len(failed or [])
+    return graded
 
 
 def attach(out: Path, rows: list[dict]) -> str | None:

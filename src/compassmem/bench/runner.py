@@ -55,10 +55,9 @@ class BenchConfig:
             raise ConfigError(f"unknown benchmark dataset '{self.dataset}'")
 
 
-def _build(mem: Memory, ds: Dataset, label: str, progress: Progress | None, timings_path: Path) -> list[dict]:
+def _build(mem: Memory, ds: Dataset, label: str, progress: Progress | None, timings_path: Path) -> None:
     """Build (or resume) a memory; each new step's cost is saved to timings_path as soon as the step is
     committed, so a build interrupted after hours keeps the cost of every step it finished."""
-    timings = []
     for i, item in enumerate(ds.steps):
         t0 = time.perf_counter()
         existed = mem.store.get_step(item.namespace, item.step) is not None
@@ -69,10 +68,8 @@ def _build(mem: Memory, ds: Dataset, label: str, progress: Progress | None, timi
                       "llm_calls": rec.llm_calls, "prompt_tokens": rec.prompt_tokens,
                       "completion_tokens": rec.completion_tokens}
             _save_timings(timings_path, [timing])
-            timings.append(timing)
         if progress:
             progress(f"building {label}", i + 1, len(ds.steps))
-    return timings
 
 
 def _questions(ds: Dataset, limit: int | None) -> list[tuple[int, object]]:
@@ -86,8 +83,9 @@ def _questions(ds: Dataset, limit: int | None) -> list[tuple[int, object]]:
     return out
 
 
-def prepare(cfg: BenchConfig, progress: Progress | None = None) -> tuple[Dataset, Memory, list[dict]]:
-    """Load the dataset slice and build (or resume) the main event memory: (dataset, memory, timings)."""
+def prepare(cfg: BenchConfig, progress: Progress | None = None) -> tuple[Dataset, Memory]:
+    """Load the dataset slice and build (or resume) the main event memory; its step costs go to
+    construction.json in cfg.out."""
     cfg.validate()
     cfg.out.mkdir(parents=True, exist_ok=True)
     if cfg.dataset == "locomo":
@@ -103,7 +101,8 @@ def prepare(cfg: BenchConfig, progress: Progress | None = None) -> tuple[Dataset
         present = {(s.namespace, o.id) for s in ds.steps for o in s.observations}
         ds.questions = [q for q in ds.questions if q.evidence and all((q.namespace, e) in present for e in q.evidence)]
     main = _memory(cfg, "memory-events.db", cfg.settings)
-    return ds, main, _build(main, ds, "events", progress, cfg.out / "construction.json")
+    _build(main, ds, "events", progress, cfg.out / "construction.json")
+    return ds, main
 
 
 def _memory(cfg: BenchConfig, db: str, settings: Settings) -> Memory:
@@ -113,7 +112,7 @@ def _memory(cfg: BenchConfig, db: str, settings: Settings) -> Memory:
 
 
 def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
-    ds, main, _ = prepare(cfg, progress)
+    ds, main = prepare(cfg, progress)
     responder = main.engine.roles.responder
     methods: list[Method] = []
     for name in cfg.methods:
