@@ -197,3 +197,55 @@ def test_an_interrupted_build_keeps_the_cost_of_every_step_it_finished(tmp_path,
     monkeypatch.undo()
     res = run_benchmark(cfg)  # resumes: only step 3 is built, and the table has all three
     assert sorted(t["step"] for t in res["timings"]) == [1, 2, 3]
+
+
+def test_a_method_starts_cold_after_another_but_keeps_its_own_prompt_prefix(tmp_path, locomo_path):
+    """Question-major runs reset the model's evaluated prefix before every method, so no method is timed
+    on another's prompt; a method left to answer alone (full context resumed with a larger window)
+    keeps its prefix from question to question."""
+    from contextlib import nullcontext
+    from types import SimpleNamespace
+
+    from compassmem.bench.methods import MethodResult
+    from compassmem.bench.runner import answer_rows
+    from compassmem.ingest import load
+    from compassmem.memory import Memory
+    from compassmem.models import Usage
+
+    events: list[str] = []
+
+    class Spy:
+        def forget_prefix(self):
+            events.append("cold")
+
+        def cache_scope(self, name):
+            return nullcontext()
+
+    class Fixed:
+        def __init__(self, name):
+            self.name = name
+
+        def answer(self, namespace, question):
+            events.append(self.name)
+            return MethodResult("an answer", [], 0, Usage(), 0.0)
+
+    ds = load(locomo_path, "locomo", samples=["conv-26"])
+    main = SimpleNamespace(llm=Spy(), store=Memory(embedder="hash").store)
+    cfg = BenchConfig(dataset="locomo", data=locomo_path, out=tmp_path, limit=2)
+    rows = answer_rows(cfg, ds, main, [Fixed("a"), Fixed("b")], tmp_path / "both.jsonl")
+    assert len(rows) == 4 and events == ["cold", "a", "cold", "b", "cold", "a", "cold", "b"]
+    events.clear()
+    answer_rows(cfg, ds, main, [Fixed("c")], tmp_path / "alone.jsonl")
+    assert events == ["cold", "c", "c"]
+
+
+def test_rows_skipped_for_the_window_are_answered_when_a_rerun_has_room(tmp_path, locomo_path):
+    cfg = BenchConfig(dataset="locomo", data=locomo_path, out=tmp_path, samples=["conv-26"], sessions=(1, 3),
+                      limit=3, embedder="hash", methods=["full_context", "bm25_turns"], full_context_tokens=50)
+    first = run_benchmark(cfg)["rows"]
+    assert [bool(r["skipped"]) for r in first if r["method"] == "full_context"] == [True] * 3
+    cfg.full_context_tokens = 32_000
+    again = run_benchmark(cfg)["rows"]
+    assert len(again) == 6 and not any(r["skipped"] for r in again)
+    assert [r["qid"] for r in again if r["method"] == "bm25_turns"] == [r["qid"] for r in first
+                                                                        if r["method"] == "bm25_turns"]

@@ -148,17 +148,21 @@ def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
 def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Method], results_path: Path,
                 progress: Progress | None = None, failed: list[dict] | None = None) -> list[dict]:
     """Answer every question with every method, appending each row to results_path as it is produced,
-    so an interrupted run resumes where it stopped. Returns all rows of the file.
+    so an interrupted run resumes where it stopped; a skipped row (full context over the window) is tried
+    again, so re-running with a larger window fills it in. Returns all rows of the file.
 
     With `failed`, one answer whose model calls fail (a deadline, output that stays invalid after its
     retries) is listed there instead of ending a run of hours; it gets no row, so re-running retries it.
     An unreachable model still ends the run: every answer after it would fail the same way."""
     done = set()
     if results_path.is_file():
-        for line in results_path.read_text().splitlines():
-            if line.strip():
-                r = json.loads(line)
-                done.add((r["method"], r["qid"]))
+        lines = [line for line in results_path.read_text().splitlines() if line.strip()]
+        kept = [line for line in lines if not json.loads(line).get("skipped")]
+        if len(kept) < len(lines):  # a skipped row is retried: a larger window may fit it now
+            tmp = results_path.with_suffix(".tmp")
+            tmp.write_text("".join(line + "\n" for line in kept))
+            tmp.replace(results_path)
+        done = {(r["method"], r["qid"]) for r in map(json.loads, kept)}
     costs: dict[str, dict[str, int]] = {}
 
     def ranked_with_costs(namespace: str, ids: list[str]) -> list[tuple[str, int]]:
@@ -174,11 +178,14 @@ def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Metho
         return out
 
     todo = [(qid, q, m) for qid, q in _questions(ds, cfg.limit) for m in methods if (m.name, qid) not in done]
+    previous = None
     with results_path.open("a") as fh:
         for i, (qid, q, m) in enumerate(todo):
             isolated = nullcontext()
-            if main.llm is not None:  # each method pays for its own calls and starts cold, whatever ran before
-                main.llm.forget_prefix()
+            if main.llm is not None:  # each method pays for its own calls and starts cold after another's
+                if m.name != previous:  # a method answering on its own keeps its own prompt prefix, as
+                    main.llm.forget_prefix()  # a deployment would (full context re-reads only the question)
+                previous = m.name
                 isolated = main.llm.cache_scope(m.name)
             try:
                 with isolated:
