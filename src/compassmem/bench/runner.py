@@ -154,15 +154,11 @@ def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Metho
     With `failed`, one answer whose model calls fail (a deadline, output that stays invalid after its
     retries) is listed there instead of ending a run of hours; it gets no row, so re-running retries it.
     An unreachable model still ends the run: every answer after it would fail the same way."""
-    done = set()
-    if results_path.is_file():
-        lines = [line for line in results_path.read_text().splitlines() if line.strip()]
-        kept = [line for line in lines if not json.loads(line).get("skipped")]
-        if len(kept) < len(lines):  # a skipped row is retried: a larger window may fit it now
-            tmp = results_path.with_suffix(".tmp")
-            tmp.write_text("".join(line + "\n" for line in kept))
-            tmp.replace(results_path)
-        done = {(r["method"], r["qid"]) for r in map(json.loads, kept)}
+    rows = read_jsonl(results_path)
+    kept = [r for r in rows if not r["skipped"]]
+    if len(kept) < len(rows):  # a skipped row is retried: a larger window may fit it now
+        _write_whole(results_path, "".join(json.dumps(r) + "\n" for r in kept))
+    done = {(r["method"], r["qid"]) for r in kept}
     costs: dict[str, dict[str, int]] = {}
 
     def ranked_with_costs(namespace: str, ids: list[str]) -> list[tuple[str, int]]:
@@ -220,6 +216,11 @@ def _save_timings(path: Path, new: list[dict]) -> None:
     old = json.loads(path.read_text()) if path.is_file() else []
     seen = {(t["memory"], t["namespace"], t["step"]) for t in new}
     merged = [t for t in old if (t["memory"], t["namespace"], t["step"]) not in seen] + new
+    _write_whole(path, json.dumps(merged, indent=1))
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Written beside, then renamed: a crash leaves the old file or the new one, never half of either."""
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(merged, indent=1))
+    tmp.write_text(text)
     tmp.replace(path)
