@@ -44,7 +44,7 @@ def test_scale_bench_measures_and_keeps_finished_sizes(tmp_path):
 
 def test_report_has_budgeted_recall_locomo_f1_and_paired_differences(tmp_path, locomo_path):
     cfg = BenchConfig(dataset="locomo", data=locomo_path, out=tmp_path, samples=["conv-26"], sessions=(1, 3),
-                      limit=6, embedder="hash", methods=["compassmem", "bm25_turns"])
+                      limit=6, embedder="hash", methods=["compassmem", "compassmem_graph", "bm25_turns"])
     res = run_benchmark(cfg)
     summary = write_reports(tmp_path, res["rows"], res["timings"], "t", "cmd")
     m = summary["methods"]
@@ -52,9 +52,13 @@ def test_report_has_budgeted_recall_locomo_f1_and_paired_differences(tmp_path, l
         r500, r1000, r2000 = (m[name][f"recall@{b}"] for b in (500, 1000, 2000))
         assert 0 <= r500 <= r1000 <= r2000 <= 1  # a bigger budget never loses evidence
         assert m[name]["locomo_f1"] is not None
-    diff = m["bm25_turns"]["vs_compassmem"]["recall@1000"]["all"]
-    assert diff[1] <= diff[0] <= diff[2]
-    assert "CompassMem minus each method" in (tmp_path / "report.md").read_text()
+    for ref in ("compassmem", "compassmem_graph"):  # each CompassMem mode against the baseline, F1 and recall
+        for key in ("f1", "recall@1000"):
+            diff = m["bm25_turns"][f"vs_{ref}"][key]["all"]
+            assert diff[1] <= diff[0] <= diff[2]
+    assert "vs_compassmem_graph" not in m["compassmem"]  # one direction per pair
+    report = (tmp_path / "report.md").read_text()
+    assert "compassmem_graph minus each method, f1, points" in report
     row = next(r for r in res["rows"] if r["method"] == "bm25_turns")
     assert len(row["ranking"]) > 10  # the whole ranking is kept, not only the 10 handed turns
     # J: a judge grades each answer; here one that calls every other answer correct (plumbing only: the
@@ -72,11 +76,11 @@ def test_report_has_budgeted_recall_locomo_f1_and_paired_differences(tmp_path, l
             return Completion('{"label": "%s"}' % ("CORRECT" if self.calls % 2 else "WRONG"), 5, 2, 0.0)
 
     client = LLMClient(Alternating(), LLMSettings(cache=False))
-    assert judge_rows(tmp_path, client, "alternating") == len(res["rows"]) == 12
+    assert judge_rows(tmp_path, client, "alternating") == len(res["rows"]) == 18
     judged = write_reports(tmp_path, res["rows"], res["timings"], "t", "cmd")
     jm = judged["methods"]
-    assert judged["judge"] == "alternating" and sum(jm[n]["judged"] for n in jm) == 12
-    assert sum(jm[n]["j"] * jm[n]["judged"] for n in jm) == pytest.approx(6)
+    assert judged["judge"] == "alternating" and sum(jm[n]["judged"] for n in jm) == 18
+    assert sum(jm[n]["j"] * jm[n]["judged"] for n in jm) == pytest.approx(9)
     assert "LLM-as-judge accuracy J (%), judge `alternating`" in (tmp_path / "report.md").read_text()
 
 

@@ -11,7 +11,10 @@ from typing import Any
 from .metrics import BUDGETS, paired_bootstrap, percentile
 
 RECALLS = [f"recall@{b}" for b in BUDGETS]
-REFERENCE = "compassmem"  # differences (with paired bootstrap CIs) are reported as this method minus each other
+# Differences (with paired bootstrap CIs) are reported as each CompassMem mode present minus every other
+# method: in LLM mode `compassmem` is the agentic search and `compassmem_graph` the graph search.
+REFERENCES = ("compassmem", "compassmem_graph")
+DIFF_KEYS = ("f1", "recall@1000")
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -74,10 +77,10 @@ def summarise(rows: list[dict], timings: list[dict]) -> dict[str, Any]:
                 "kept": _avg([s["kept"] for s in searched]), "kept_none": sum(s["kept"] == 0 for s in searched),
             }
         methods[name] = entry
-    if REFERENCE in by_method:
+    for ref in (r for r in REFERENCES if r in by_method):
         for name, entry in methods.items():
-            if name != REFERENCE:
-                entry["vs_compassmem"] = _differences(by_method[REFERENCE], by_method[name])
+            if name != ref and name not in REFERENCES[:REFERENCES.index(ref)]:
+                entry[f"vs_{ref}"] = _differences(by_method[ref], by_method[name])
     construction: dict[str, Any] = {}
     for label in sorted({t["memory"] for t in timings}):
         ts = [t for t in timings if t["memory"] == label]
@@ -92,12 +95,13 @@ def summarise(rows: list[dict], timings: list[dict]) -> dict[str, Any]:
 
 
 def _differences(ref: list[dict], other: list[dict]) -> dict[str, Any]:
-    """CompassMem minus `other` on each budgeted recall, overall and per category, over the questions
-    both answered: mean difference in points and its paired bootstrap 95 % interval."""
+    """CompassMem minus `other` on F1 and each budgeted recall, overall and per category, over the
+    questions both answered: mean difference in points and its paired bootstrap 95 % interval. Paired,
+    so that a gap of a point or two on 30 questions is shown for what it is."""
     theirs = {r["qid"]: r for r in other if not r["skipped"]}
     pairs = [(r, theirs[r["qid"]]) for r in ref if not r["skipped"] and r["qid"] in theirs]
     out: dict[str, Any] = {}
-    for key in RECALLS:
+    for key in ("f1", *RECALLS):
         groups = {"all": pairs, **{label: [p for p in pairs if p[0]["category"] == c] for c, label in CATEGORIES.items()}}
         out[key] = {}
         for label, ps in groups.items():
@@ -155,16 +159,18 @@ def markdown(summary: dict[str, Any], title: str, command: str) -> str:
             cells = [f"{_fmt(d.get(RECALLS[1]))} / {_fmt(d.get(RECALLS[2]))}" if (d := m[n]["categories"].get(c)) else "–"
                      for c in cats]
             out.append(f"| {n} | " + " | ".join(cells) + " |")
-    key = RECALLS[1]
-    diffs = [n for n in names if m[n].get("vs_compassmem", {}).get(key, {}).get("all")]
-    if diffs:
-        labels = ["all", *cats]
-        out += ["", f"CompassMem minus each method, {key}, points [paired bootstrap 95 % CI]:", "",
-                "| method | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
-        for n in diffs:
-            d = m[n]["vs_compassmem"][key]
-            out.append(f"| {n} | " + " | ".join(f"{d[c][0]:+.2f} [{d[c][1]:+.1f}, {d[c][2]:+.1f}]" if c in d else "–"
-                                                for c in labels) + " |")
+    labels = ["all", *cats]
+    for ref in REFERENCES:
+        for key in DIFF_KEYS:
+            diffs = [n for n in names if m[n].get(f"vs_{ref}", {}).get(key, {}).get("all")]
+            if not diffs:
+                continue
+            out += ["", f"{ref} minus each method, {key}, points [paired bootstrap 95 % CI]:", "",
+                    "| method | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+            for n in diffs:
+                d = m[n][f"vs_{ref}"][key]
+                out.append(f"| {n} | " + " | ".join(f"{d[c][0]:+.2f} [{d[c][1]:+.1f}, {d[c][2]:+.1f}]" if c in d else "–"
+                                                    for c in labels) + " |")
     if cats:
         out += ["", "Per category — F1 / evidence recall (%):", "",
                 "| method | " + " | ".join(f"{c} (n={next(m[n]['categories'][c]['n'] for n in names if c in m[n]['categories'])})" for c in cats) + " |",
