@@ -14,7 +14,7 @@ RECALLS = [f"recall@{b}" for b in BUDGETS]
 # Differences (with paired bootstrap CIs) are reported as each CompassMem mode present minus every other
 # method: in LLM mode `compassmem` is the agentic search and `compassmem_graph` the graph search.
 REFERENCES = ("compassmem", "compassmem_graph")
-DIFF_KEYS = ("f1", "recall@1000")
+DIFF_KEYS = ("f1", RECALLS[1])  # the differences report.md shows; results.json keeps every budget's
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -77,9 +77,11 @@ def summarise(rows: list[dict], timings: list[dict]) -> dict[str, Any]:
                 "kept": _avg([s["kept"] for s in searched]), "kept_none": sum(s["kept"] == 0 for s in searched),
             }
         methods[name] = entry
-    for ref in (r for r in REFERENCES if r in by_method):
+    for i, ref in enumerate(REFERENCES):
+        if ref not in by_method:
+            continue
         for name, entry in methods.items():
-            if name != ref and name not in REFERENCES[:REFERENCES.index(ref)]:
+            if name not in REFERENCES[: i + 1]:  # one direction per pair of modes
                 entry[f"vs_{ref}"] = _differences(by_method[ref], by_method[name])
     construction: dict[str, Any] = {}
     for label in sorted({t["memory"] for t in timings}):
