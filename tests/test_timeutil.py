@@ -25,6 +25,10 @@ def test_parse_date(text, expected):
     ("last Saturday was fun", "6 May 2023"),
     ("back in 2019 we moved", "2019"),
     ("next month we travel", "June 2023"),
+    ("I joined a new group last Tues. It's great", "2 May 2023"),  # 8 May 2023 is a Monday
+    ("last Fri I went to a council meeting", "5 May 2023"),
+    ("we went camping two weekends ago", "two weekends before 8 May 2023"),
+    ("a few weeks ago I moved", "a few weeks before 8 May 2023"),  # not an invented count
 ])
 def test_relative_times_become_absolute(text, label):
     assert resolve_in_text(text, ANCHOR).label == label
@@ -32,3 +36,7 @@ def test_relative_times_become_absolute(text, label):
 
 def test_expressions_in_order():
     assert find_expressions("Yesterday I said that last year was hard") == ["Yesterday", "last year"]
+
+
+def test_the_sun_is_not_sunday():
+    assert find_expressions("this sun is hot, and the next sat-nav I buy") == []
