@@ -14,10 +14,10 @@ MONTHS = {m: i + 1 for i, m in enumerate(
      "november", "december"])}
 MONTHS.update({k[:3]: v for k, v in list(MONTHS.items())})
 MONTHS["sept"] = 9
-WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-# the short forms people type ("last Tues"); not "sun", which after "this"/"next" is as often the sun
-WEEKDAY_ABBREVIATIONS = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "weds": 2, "thu": 3, "thur": 3, "thurs": 3,
-                         "fri": 4, "sat": 5}
+# weekday names and the short forms people type ("last Tues") -> date.weekday(); not "sun", which after
+# "this"/"next" is as often the sun
+WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6,
+            "mon": 0, "tue": 1, "tues": 1, "wed": 2, "weds": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4, "sat": 5}
 NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
            "eight": 8, "nine": 9, "ten": 10, "few": 3, "couple of": 2, "a couple of": 2, "several": 3}
 
@@ -29,12 +29,13 @@ _MY = re.compile(rf"\b{_MON}\s+(\d{{4}})\b", re.I)
 _YEAR = re.compile(r"\b(?:in|since|during|back in)\s+((?:19|20)\d{2})\b", re.I)
 
 _NUM = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|a few|couple of|a couple of|several)"
+_AGO = rf"{_NUM}\s+(day|weekend|week|month|year)s?\s+ago"  # found by _REL, resolved by _resolve
 _REL = re.compile(
     rf"\b(yesterday|today|tonight|this morning|this afternoon|this evening|tomorrow|"
     rf"last night|the other day|recently|"
     rf"(?:last|this|next|past)\s+(?:week|weekend|month|year|summer|winter|spring|fall|autumn|"
-    rf"{'|'.join(WEEKDAYS + sorted(WEEKDAY_ABBREVIATIONS, key=len, reverse=True))})|"
-    rf"{_NUM}\s+(?:day|weekend|week|month|year)s?\s+ago|"
+    rf"{'|'.join(sorted(WEEKDAYS, key=len, reverse=True))})|"  # longest first: "thurs" before "thu"
+    rf"{_AGO}|"
     rf"(?:the\s+)?(?:day|week|month|year)\s+before|"
     rf"in\s+{_NUM}\s+(?:day|week|month|year)s?)\b(?!-)",  # (?!-): not "next sat-nav"
     re.I,
@@ -109,7 +110,7 @@ def _resolve(expression: str, anchor: date) -> ResolvedTime | None:
     if e == "tomorrow":
         d = anchor + one
         return ResolvedTime(expression, d, d, fmt(d))
-    m = re.match(rf"{_NUM}\s+(day|weekend|week|month|year)s?\s+ago", e)
+    m = re.match(_AGO, e)
     if m:
         n, unit = _count(m.group(1)), m.group(2)
         if unit == "day":
@@ -126,8 +127,8 @@ def _resolve(expression: str, anchor: date) -> ResolvedTime | None:
     if m:
         which, unit = m.group(1), m.group(2)
         sign = {"last": -1, "past": -1, "this": 0, "next": 1}[which]
-        if unit in WEEKDAYS or unit in WEEKDAY_ABBREVIATIONS:
-            target = WEEKDAYS.index(unit) if unit in WEEKDAYS else WEEKDAY_ABBREVIATIONS[unit]
+        if unit in WEEKDAYS:
+            target = WEEKDAYS[unit]
             delta = (anchor.weekday() - target) % 7 or 7
             d = anchor - timedelta(days=delta) if sign <= 0 else anchor + timedelta(days=((target - anchor.weekday()) % 7 or 7))
             return ResolvedTime(expression, d, d, fmt(d))
