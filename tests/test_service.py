@@ -87,9 +87,61 @@ def test_tenants_never_see_each_other(server):
         problem(b.get("/v1/memories", params={"namespace": "user:ana"}), 404)
         problem(b.post("/v1/observations/delete", json={"user_id": "ana", "observation_ids": ["S1:1"]}), 404)
         problem(b.delete("/v1/namespaces", params={"namespace": "user:ana"}), 404)
-        problem(b.post("/v1/import", content=a.get("/v1/export", params={"namespace": "user:ana"}).content), 400)
         hits = a.post("/v1/search", json={"user_id": "ana", "query": "passport"}).json()
         assert hits and hits[0]["observations"][0]["text"].startswith("Ana keeps her passport")
+
+
+def _rows(body: bytes) -> list[dict]:
+    return [json.loads(line) for line in body.decode().splitlines()]
+
+
+def _body(lines: list[dict]) -> bytes:
+    return "\n".join(json.dumps(x) for x in lines).encode() + b"\n"
+
+
+def test_import_cannot_reach_another_tenant(server):
+    """Tenant B, with its own key, tries every trick of the issue's probes against tenant A's data through
+    POST /v1/import: A's rows never change and never show up in B's exports."""
+    with client(server, "acme") as a, client(server, "globex") as b:
+        a.post("/v1/memories", json={"namespace": "vault", "messages": ["The vault code is 7781-KILO."]})
+        before = a.get("/v1/export", params={"namespace": "vault"}).content
+        b.post("/v1/memories", json={"namespace": "mine", "messages": ["An ordinary day at the office."]})
+        own = _rows(b.get("/v1/export", params={"namespace": "mine"}).content)
+        b.delete("/v1/namespaces", params={"namespace": "mine"})
+        obs = next(i for i, x in enumerate(own) if x.get("table") == "observations")
+        steal = ("namespace,id,step,seq,speaker,text,time,date,meta,ingested_at) SELECT 'tenant:globex/mine',"
+                 "id||'x',step,seq,speaker,text,time,date,meta,ingested_at FROM observations WHERE "
+                 "namespace='tenant:acme/vault' --")
+        overwrite = "text) VALUES ('x') ON CONFLICT (namespace, id) DO UPDATE SET text='pwned' --"
+        tricks = []
+        for key in (steal, overwrite):
+            lines = json.loads(json.dumps(own))
+            lines[obs]["row"][key] = "x"
+            tricks.append(lines)
+        for value in ("tenant:acme/vault", "tenant:acme/vault' OR '1'='1"):  # a row or header naming A's namespace
+            lines = json.loads(json.dumps(own))
+            lines[obs]["row"]["namespace"] = value
+            tricks.append(lines)
+        lines = json.loads(json.dumps(own))
+        lines[0]["namespaces"] = ["tenant:acme/vault"]
+        tricks.append(lines)
+        for lines in tricks:
+            problem(b.post("/v1/import", content=_body(lines)), 400)
+        # A's own export, replayed by B, lands in B's space only, under B's prefix
+        stolen = b.post("/v1/import", content=before)
+        assert stolen.status_code == 200 and stolen.json()["imported"] == ["tenant:acme/vault"]
+        assert a.get("/v1/export", params={"namespace": "vault"}).content == before
+        assert "pwned" not in a.get("/v1/export", params={"namespace": "vault"}).text
+        assert "7781-KILO" not in b.post("/v1/import", content=_body(own)).text
+        assert "7781-KILO" not in b.get("/v1/export", params={"namespace": "mine"}).text
+    store = open_store(server["db"])
+    try:
+        assert store.namespaces().count("tenant:acme/vault") == 1
+        assert [o.text for o in store.observations("tenant:acme/vault")] == ["The vault code is 7781-KILO."]
+        assert not [n for n in store.namespaces() if n.startswith("tenant:acme/") and n != "tenant:acme/vault"
+                    and "vault" in n]
+    finally:
+        store.close()
 
 
 def test_bad_requests_are_problems_never_server_errors(server):

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, Iterator
 from .config import Settings
 from .construct import Constructor
 from .embed import make_embedder
-from . import validate
+from . import export_file, validate
 from .errors import ConfigError, InputError, NamespaceNotFound
 from .ingest import Dataset, StepInput
 from .llm import make_llm
@@ -34,10 +34,6 @@ def _working_for(namespace: str) -> Iterator[None]:
         yield
     finally:
         cache_namespace.reset(token)
-
-
-EXPORT_FORMAT = "compassmem-export"
-EXPORT_VERSION = 2  # 2: several namespaces per file, event history rows
 
 
 class Memory:
@@ -183,8 +179,7 @@ class Memory:
             names = self.store.namespaces()
         else:
             names = [require_namespace(self.store, validate.namespace_name(namespace))]
-        header = {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "namespaces": names,
-                  "embedder": self.store.get_meta("embedder")}
+        header = export_file.header(names, self.store.get_meta("embedder"))
         n = 0
         with Path(path).open("w", encoding="utf-8") as fh:
             fh.write(json.dumps(header) + "\n")
@@ -194,46 +189,26 @@ class Memory:
                     n += 1
         return n
 
-    def import_file(self, path: str | Path) -> list[str]:
-        """Load the namespaces written by `export` (all or nothing). Refused when one of them exists or the
-        file was made with another embedder. Returns the namespaces."""
+    def import_file(self, path: str | Path, *, rename: Callable[[str], str] | None = None) -> list[str]:
+        """Load the namespaces written by `export`, all or nothing: every row is checked first (fixed columns,
+        typed values, references between rows; export_file.py), then written in one transaction. Refused
+        when one of them exists or the file was made with another embedder. `rename` maps each of the
+        file's namespaces to the one it is stored as (the REST service puts them under the caller's
+        tenant). Returns the stored namespaces."""
         p = Path(path)
         if not p.is_file():
             raise InputError(f"export file not found: {p}")
-        with p.open(encoding="utf-8") as fh:
-            try:
-                header = json.loads(fh.readline() or "{}")
-            except json.JSONDecodeError:
-                header = {}
-            if header.get("format") != EXPORT_FORMAT:
-                raise InputError(f"{p} is not a CompassMem export (no '{EXPORT_FORMAT}' header line)")
-            if header.get("version") not in (1, EXPORT_VERSION):
-                raise InputError(f"{p} is export version {header.get('version')}; this CompassMem reads 1 to {EXPORT_VERSION}")
-            names = header.get("namespaces", [header.get("namespace")])  # v1 held one namespace
-            if not isinstance(names, list):
-                raise InputError(f"{p}: the header's 'namespaces' is not a list")
-            names = [validate.namespace_name(n) for n in names]
-            ours = self.store.get_meta("embedder")
-            if header.get("embedder") and ours and header["embedder"] != ours:
-                raise ConfigError(f"{p} was built with embedder '{header['embedder']}', this database with '{ours}'")
-            clash = [n for n in names if self.store.has_namespace(n)]
-            if clash:
-                raise InputError(f"namespace '{clash[0]}' already exists; forget it first or import elsewhere")
-
-            def rows():
-                for lineno, line in enumerate(fh, 2):
-                    try:
-                        item = json.loads(line)
-                        table, row = item["table"], item["row"]
-                        owner = row["name"] if table == "namespaces" else row["namespace"]
-                    except (json.JSONDecodeError, KeyError, TypeError):
-                        raise InputError(f"{p}:{lineno}: not an export row") from None
-                    if owner not in names:
-                        raise InputError(f"{p}:{lineno}: a row of namespace '{owner}', which the header does not name")
-                    yield table, row
-
-            self.store.import_rows(rows())
-        return names
+        try:
+            with p.open(encoding="utf-8-sig") as fh:  # a BOM is how some editors save UTF-8
+                plan = export_file.read(fh, str(p), rename or (lambda n: n), self.embedder.dim or None,
+                                        self.store.get_meta("embedder"))
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{p} is not UTF-8 (byte {exc.start})") from None
+        clash = [n for n in plan.names if self.store.has_namespace(n)]
+        if clash:
+            raise InputError(f"namespace '{clash[0]}' already exists; forget it first or import elsewhere")
+        self.store.import_rows(plan.rows)
+        return plan.names
 
     # ------------------------------------------------------------------ reading
     def graph(self, namespace: str) -> GraphView:

@@ -3,13 +3,11 @@ receipts). A mixin of PostgresStore (store/postgres.py), which owns the pool and
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Iterable, Iterator
 
-import numpy as np
-
 from ..errors import StoreError
+from ..export_file import COLUMNS
 from ..models import Filters, HistoryEntry, Observation, Relation, utcnow
 from . import rows as records
 from .rows import OBS_COLS as _OBS_COLS, REL_COLS
@@ -118,14 +116,12 @@ class PostgresEditing:
         return iter(out)
 
     def import_rows(self, rows: Iterable[tuple[str, dict]]) -> int:
+        """Insert rows that export_file.read checked, in one transaction; columns come from
+        export_file.COLUMNS, never from the rows' keys."""
         n = 0
         with self.transaction():
-            for table, row in rows:
-                if table not in EXPORT_TABLES:
-                    raise StoreError(f"unknown table '{table}' in import")
-                values = {c: (np.frombuffer(base64.b64decode(v["b64"]), np.float32) if isinstance(v, dict) and "b64" in v
-                              else v) for c, v in row.items()}
-                cols = list(values)
+            for table, values in rows:
+                cols = COLUMNS[table]
                 try:
                     with self._conn() as c:
                         with c.transaction():  # a savepoint: a refused row leaves a clear error, not an aborted txn

@@ -9,15 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from .rows import EVENT_COLS as _EVENT_COLS, OBS_COLS as _OBS_COLS, REL_COLS
+from ..export_file import COLUMNS
 from .sqlite_schema import observation_terms
 
-EXPORT_TABLES = {  # the SQLite store's export columns, so an export moves between backends
-    "namespaces": "name,created_at", "observations": _OBS_COLS + ",embedding,event",
-    "steps": "namespace,step,record", "events": _EVENT_COLS + ",embedding",
-    "relations": REL_COLS,
-    "topics": "namespace,id,label,size,centroid",
-    "event_history": "namespace,event_id,at,action,step,observation_ids,summary"}
+EXPORT_TABLES = {table: ",".join(cols) for table, cols in COLUMNS.items()}  # as SQLite's: exports move between backends
 
 
 MAX_TERM_CHARS = 200  # a B-tree entry holds ~2.7 KB: a longer "word" (a pasted blob) is indexed by its start
