@@ -242,3 +242,27 @@ def test_a_slow_model_answer_does_not_block_other_requests(tmp_path):
             proc.wait(timeout=30)
     finally:
         llm.shutdown()
+
+
+def test_concurrent_adds_without_a_step_are_all_stored(server):
+    """200 POST /v1/memories without a step, 8 in flight (the default use, as mem0's add): 200 steps stored,
+    none refused, each client's order kept."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def sender(c: int) -> list[int]:
+        with client(server, "acme") as http:
+            codes = []
+            for i in range(25):
+                r = http.post("/v1/memories", json={"namespace": "rush", "messages": [f"client {c} says {i}."]})
+                codes.append(r.status_code)
+            return codes
+
+    with ThreadPoolExecutor(8) as pool:
+        codes = [code for part in pool.map(sender, range(8)) for code in part]
+    assert codes.count(200) == 200, sorted(set(codes))
+    with client(server, "acme") as http:
+        assert http.get("/v1/stats", params={"namespace": "rush"}).json()["steps"] == 200
+        exported = [json.loads(line)["row"] for line in http.get("/v1/export", params={"namespace": "rush"}).text.splitlines()[1:]]
+    said = [r["text"] for r in sorted((r for r in exported if "text" in r and "seq" in r), key=lambda r: r["step"])]
+    for c in range(8):
+        assert [int(t.split()[-1].rstrip(".")) for t in said if t.startswith(f"client {c} ")] == list(range(25))

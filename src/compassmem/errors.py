@@ -15,6 +15,16 @@ class InputError(CompassMemError):
     """Bad input data: wrong format, empty file, duplicate ids, undecodable bytes."""
 
 
+class StepConflict(InputError):
+    """A step number is already taken by other content. `retryable`: an add without a step number lost
+    a race with another process so often that it gave up; sending the same add again will work (REST:
+    409 with Retry-After). Not retryable: the caller named a step that holds something else."""
+
+    def __init__(self, message: str, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
 class StoreError(CompassMemError):
     """The database cannot be opened or is inconsistent with what was asked."""
 

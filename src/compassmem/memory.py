@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +13,7 @@ from .config import Settings
 from .construct import Constructor
 from .embed import make_embedder
 from . import export_file, validate
-from .errors import ConfigError, InputError, NamespaceNotFound
+from .errors import ConfigError, InputError, NamespaceNotFound, StepConflict
 from .ingest import Dataset, StepInput
 from .llm import make_llm
 from .construct.edit import Editor
@@ -24,6 +25,9 @@ from .search.graph import GraphView
 from .store import Store, open_store
 from .scope import namespace_for
 from .store.base import cache_namespace, require_namespace
+
+
+APPEND_TRIES = 50  # an add without a step number, against other processes appending to the same namespace
 
 
 @contextmanager
@@ -59,6 +63,8 @@ class Memory:
                                        self.settings.construction, self.llm)
         self.editor = Editor(self.constructor)
         self._engines: dict[str, SearchEngine] = {}
+        self._append_lock = threading.Lock()
+        self._appended: dict[str, int] = {}  # namespace -> the last step number an add without one reserved
         self.engine = self._engine(self.settings.search.mode)
 
     def _engine(self, mode: str) -> SearchEngine:
@@ -90,10 +96,6 @@ class Memory:
         memory is `namespace`, or the one user_id / agent_id / run_id name (scope.py)."""
         namespace = namespace_for(namespace, user_id, agent_id, run_id)
         world_time = validate.world_time(world_time)
-        if step is None:
-            done = self.store.steps(namespace) if self.store.has_namespace(namespace) else []
-            step = max((r.step for r in done), default=0) + 1
-        step = validate.step_number(step)
         if isinstance(observations, (str, dict, Observation)):
             observations = [observations]
         try:
@@ -101,10 +103,26 @@ class Memory:
         except TypeError:
             raise InputError(f"observations must be a list (or one string / dict), got "
                              f"{type(observations).__name__}") from None
+        if step is not None:
+            return self._add_step(namespace, validate.step_number(step), items, world_time)
+        # No step number: append. The number is reserved under a lock, so concurrent adds in this process
+        # never collide; another process may still take the same number first, and then the step is
+        # simply built again under the next one (its slow work is redone, nothing is lost).
+        for _ in range(APPEND_TRIES):
+            with self._append_lock:
+                step = max(self.store.last_step(namespace) or 0, self._appended.get(namespace, 0)) + 1
+                self._appended[namespace] = validate.step_number(step)
+            try:
+                return self._add_step(namespace, step, items, world_time)
+            except StepConflict:
+                continue
+        raise StepConflict(f"'{namespace}': {APPEND_TRIES} step numbers in a row were taken by other writers "
+                           "meanwhile; nothing was written, send the add again", retryable=True)
+
+    def _add_step(self, namespace: str, step: int, items: list, world_time: str | None) -> StepRecord:
         obs = [validate.observation(item, namespace, step, seq, world_time) for seq, item in enumerate(items)]
         with _working_for(namespace):
-            record = self.constructor.add_step(namespace, step, obs, world_time)
-        return record
+            return self.constructor.add_step(namespace, step, obs, world_time)
 
     def ingest(self, dataset: Dataset, on_step: Callable[[StepInput, StepRecord], None] | None = None) -> list[StepRecord]:
         records = []

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..config import ConstructionSettings
 from ..embed import CachedEmbedder
-from ..errors import InputError
+from ..errors import InputError, StepConflict
 from ..llm import LLMClient
 from ..models import Event, EventTime, Observation, Relation, StepRecord, Usage
 from ..store import Store
@@ -129,8 +129,8 @@ class Constructor:
         if prior is not None:
             if prior.content_hash == digest:
                 return prior
-            raise InputError(f"step {step} of '{namespace}' was already ingested with different content; "
-                             f"to rebuild it: compassmem forget -n '{namespace}' --db …, then ingest again")
+            raise StepConflict(f"step {step} of '{namespace}' was already ingested with different content; "
+                               f"to rebuild it: compassmem forget -n '{namespace}' --db …, then ingest again")
         self._validate(namespace, step, observations)
         skipped: list[str] = []
         cap = self.settings.max_observation_chars
@@ -157,8 +157,8 @@ class Constructor:
                 if prior is not None:  # another writer committed this step meanwhile
                     if prior.content_hash == digest:
                         return prior
-                    raise InputError(f"step {step} of '{namespace}' was just ingested by another writer with "
-                                     "different content")
+                    raise StepConflict(f"step {step} of '{namespace}' was just ingested by another writer with "
+                                       "different content")
                 if self._version(namespace) != plan.version:  # another step landed: judge against it too
                     plan = self._plan_fusion(namespace, draft)
                 record = self._apply(namespace, step, observations, draft, plan, digest, skipped)

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException
 
 from .. import __version__
 from ..errors import (BudgetExceeded, CompassMemError, DeadlineExceeded, InputError, LLMError, NamespaceNotFound,
-                      StoreError)
+                      StepConflict, StoreError)
 from ..config import SearchMode
 from ..memory import Memory
 from ..scope import namespace_for
@@ -72,7 +72,7 @@ class DeleteRequest(Scope):
     observation_ids: list[str] = Field(..., min_length=1, max_length=1000)
 
 
-_STATUS = [(NamespaceNotFound, 404, "Not found"), (InputError, 400, "Bad input"), (DeadlineExceeded, 504, "Deadline"),
+_STATUS = [(NamespaceNotFound, 404, "Not found"), (StepConflict, 409, "Conflict"), (InputError, 400, "Bad input"), (DeadlineExceeded, 504, "Deadline"),
            (BudgetExceeded, 429, "Budget exceeded"), (LLMError, 502, "Model error"), (StoreError, 503, "Store busy"),
            (CompassMemError, 400, "Bad request")]
 
@@ -142,7 +142,10 @@ def create_app(memory: Memory, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
         prefix = getattr(request.state, "tenant_prefix", None)
         if prefix:
             detail = detail.replace(prefix, "")
-        return problem(status, title, detail)
+        response = problem(status, title, detail)
+        if isinstance(exc, StepConflict) and exc.retryable:
+            response.headers["Retry-After"] = "1"
+        return response
 
     @app.exception_handler(RequestValidationError)
     def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

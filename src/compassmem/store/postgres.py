@@ -287,6 +287,9 @@ class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
     def step_count(self, namespace: str) -> int:
         return int(self._q("SELECT COUNT(*) FROM steps WHERE namespace=%s", (namespace,))[0][0])
 
+    def last_step(self, namespace: str) -> int | None:
+        return self._q("SELECT MAX(step) FROM steps WHERE namespace=%s", (namespace,))[0][0]
+
     # ------------------------------------------------------------------ events
     def put_event(self, event: Event, embedding: np.ndarray) -> None:
         self._ensure_dim(embedding)

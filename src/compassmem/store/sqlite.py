@@ -327,6 +327,9 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
     def step_count(self, namespace: str) -> int:
         return int(self._rows("SELECT COUNT(*) FROM steps WHERE namespace=?", (namespace,))[0][0])
 
+    def last_step(self, namespace: str) -> int | None:
+        return self._rows("SELECT MAX(step) FROM steps WHERE namespace=?", (namespace,))[0][0]
+
     def steps(self, namespace: str) -> list[StepRecord]:
         rows = self._rows("SELECT record FROM steps WHERE namespace=? ORDER BY step", (namespace,))
         return [StepRecord.model_validate_json(r[0]) for r in rows]
