@@ -107,3 +107,115 @@ def test_concurrent_operations_count_only_their_own_calls():
         t.join()
     assert counts == {i: i + 1 for i in range(8)}
     assert client.total.llm_calls == sum(range(1, 9))
+
+
+def _trickler(body: bytes, every_s: float):
+    """A /chat/completions that sends its (valid) reply one byte every `every_s` seconds."""
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                for i in range(len(body)):
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(every_s)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def log_message(self, *args):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def test_a_server_trickling_its_reply_is_cut_at_the_deadline_and_nothing_is_cached(tmp_path):
+    """httpx's timeouts are per read: one byte every 0.5 s kept requests alive for ever. The whole request
+    now ends at the operation's deadline, and the late reply is neither used nor cached."""
+    body = json.dumps({"choices": [{"message": {"content": json.dumps(PLAN)}}]}).encode()
+    srv = _trickler(body, every_s=0.5)
+    try:
+        base = Memory(tmp_path / "t.db", embedder="hash")
+        base.add(["Ana adopted a puppy named Luna.", "Ben fixes bicycles."], namespace="n", step=1)
+        base.close()
+        settings = Settings.load(**{"llm.ask_deadline_s": 3, "llm.timeout_s": 120})
+        mem = Memory(tmp_path / "t.db", llm="openai:trickle", base_url=f"http://127.0.0.1:{srv.server_port}/v1",
+                     settings=settings)
+        t0 = time.monotonic()
+        with pytest.raises(DeadlineExceeded):
+            mem.ask("When did Ana adopt Luna?", "n")
+        assert time.monotonic() - t0 < 3 + 2
+        with mem.store.snapshot():
+            assert mem.store._rows("SELECT COUNT(*) FROM llm_cache")[0][0] == 0
+    finally:
+        srv.shutdown()
+
+
+def test_a_reply_that_ends_after_the_deadline_is_not_used_or_cached():
+    from compassmem.config import LLMSettings
+    from compassmem.llm import Completion, LLMClient
+    from compassmem.prompts import prompt
+    from compassmem.schemas import PlanOut
+
+    class Late:
+        model = "late"
+
+        def complete(self, messages, schema, *, temperature, max_tokens, name, timeout_s=None):
+            time.sleep(0.3)  # a provider that cannot be interrupted (in-process llama.cpp) returns late
+            return Completion(json.dumps(PLAN), 1, 1, 0.3)
+
+    cache: dict[str, str] = {}
+
+    class Cache:
+        cache_get = staticmethod(cache.get)
+
+        @staticmethod
+        def cache_put(key: str, value: str) -> None:
+            cache[key] = value
+
+    client = LLMClient(Late(), LLMSettings(), cache=Cache())
+    with pytest.raises(DeadlineExceeded):
+        with client.operation(deadline_s=0.1, label="ask"):
+            client.structured(prompt("plan"), PlanOut, question="q", min_subgoals=2, max_subgoals=5)
+    assert cache == {}
+    client.structured(prompt("plan"), PlanOut, question="q", min_subgoals=2, max_subgoals=5)
+    assert len(cache) == 1  # without a deadline the same reply is cached
+
+
+MALFORMED = {"choices a string": {"choices": "nope"}, "message null": {"choices": [{"message": None}]},
+             "content a number": {"choices": [{"message": {"content": 42}}]},
+             "no choices": {"choices": []}}
+
+
+@pytest.mark.parametrize("shape", sorted(MALFORMED))
+def test_a_well_formed_json_reply_of_the_wrong_shape_is_a_clean_llm_error(shape):
+    from compassmem.config import LLMSettings
+    from compassmem.errors import LLMError
+    from compassmem.llm import LLMClient
+    from compassmem.llm.providers import OpenAICompatibleProvider
+    from compassmem.prompts import prompt
+    from compassmem.schemas import PlanOut
+
+    srv = _trickler(json.dumps(MALFORMED[shape]).encode(), every_s=0)
+    try:
+        client = LLMClient(OpenAICompatibleProvider("m", f"http://127.0.0.1:{srv.server_port}/v1"),
+                           LLMSettings(cache=False, retries=1))
+        client.sleep = lambda s: None
+        with pytest.raises(LLMError, match="malformed response body") as info:
+            client.structured(prompt("plan"), PlanOut, question="q", min_subgoals=2, max_subgoals=5)
+        assert "\n" not in str(info.value)
+    finally:
+        srv.shutdown()
+
+
+def test_token_counts_of_the_wrong_type_count_as_zero():
+    from compassmem.llm.providers import _completion
+
+    reply = json.dumps({"choices": [{"message": {"content": "{}"}}], "usage": {"prompt_tokens": "many"}})
+    assert (_completion(reply, 0.1).text, _completion(reply, 0.1).prompt_tokens) == ("{}", 0)

@@ -180,6 +180,8 @@ class LLMClient:
                 continue
             self._record(role, Usage(llm_calls=1, prompt_tokens=comp.prompt_tokens,
                                      completion_tokens=comp.completion_tokens, latency_s=comp.latency_s))
+            if op is not None and (op.remaining() or 0.0) < 0:  # a late reply is neither used nor cached
+                self._check_budget(role)
             last_raw = comp.text
             try:
                 value = output.model_validate(extract_json(comp.text))

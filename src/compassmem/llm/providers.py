@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -50,6 +51,7 @@ class OpenAICompatibleProvider:
         if not self.base_url.startswith(("http://", "https://")):
             raise ConfigError(f"base URL must start with http:// or https://, got '{self.base_url}'")
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "none"
+        self.timeout_s = timeout_s
         self._client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=10.0))
         self._schema_mode = "json_schema"
 
@@ -65,37 +67,85 @@ class OpenAICompatibleProvider:
             if schema is not None:
                 body["response_format"] = self._response_format(schema, name)
             t0 = time.perf_counter()
-            try:
-                resp = self._client.post(f"{self.base_url}/chat/completions", json=body,
-                                         headers={"Authorization": f"Bearer {self.api_key}"},
-                                         timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
-                                         if timeout_s else httpx.USE_CLIENT_DEFAULT)
-            except httpx.ConnectError as exc:
-                raise LLMUnavailable(name, f"cannot reach {self.base_url} ({exc})") from None
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                raise TransientError(f"{type(exc).__name__}: {exc}") from None
+            status, raw = self._post(body, name, timeout_s)
             latency = time.perf_counter() - t0
             # llama-cpp-python's server reports its request-validation error as HTTP 500
-            if resp.status_code in (400, 422, 500) and schema is not None and attempt == 0 \
-                    and self._schema_mode == "json_schema" and "response_format" in resp.text:
+            if status in (400, 422, 500) and schema is not None and attempt == 0 \
+                    and self._schema_mode == "json_schema" and b"response_format" in raw:
                 self._schema_mode = "json_object"
                 continue
             break
-        if resp.status_code == 429 or resp.status_code >= 500:
-            raise TransientError(f"HTTP {resp.status_code}: {resp.text[:200]}")
-        if resp.status_code in (401, 403):
-            raise LLMUnavailable(name, f"{self.base_url} refused the API key (HTTP {resp.status_code})")
-        if resp.status_code == 404:
+        text = raw.decode("utf-8", "replace")
+        if status == 429 or status >= 500:
+            raise TransientError(f"HTTP {status}: {text[:200]}")
+        if status in (401, 403):
+            raise LLMUnavailable(name, f"{self.base_url} refused the API key (HTTP {status})")
+        if status == 404:
             raise LLMUnavailable(name, f"{self.base_url} has no model '{self.model}' or no /chat/completions (HTTP 404)")
-        if resp.status_code != 200:
-            raise LLMUnavailable(name, f"HTTP {resp.status_code} from {self.base_url}: {resp.text[:300]}")
-        try:
-            data = resp.json()
-            text = data["choices"][0]["message"].get("content") or ""
-        except (ValueError, KeyError, IndexError):
-            raise TransientError(f"malformed response body: {resp.text[:200]}") from None
-        usage = data.get("usage") or {}
-        return Completion(text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), latency)
+        if status != 200:
+            raise LLMUnavailable(name, f"HTTP {status} from {self.base_url}: {text[:300]}")
+        return _completion(text, latency)
+
+    def _post(self, body: dict[str, Any], name: str, timeout_s: float | None) -> tuple[int, bytes]:
+        """(status, body) of one request that ends by `timeout_s` whatever the server does: httpx's timeouts
+        apply to each read, so a server trickling a byte a second would hold a read-timed request for
+        ever. The request runs on its own thread and is given up at the deadline; that thread stops at
+        its next read, since it checks the same deadline between the chunks it streams."""
+        timeout_s = timeout_s or self.timeout_s
+        deadline = time.monotonic() + timeout_s
+        result: dict[str, Any] = {}
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                with self._client.stream("POST", f"{self.base_url}/chat/completions", json=body,
+                                         headers={"Authorization": f"Bearer {self.api_key}"},
+                                         timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))) as resp:
+                    chunks = []
+                    for chunk in resp.iter_bytes():
+                        chunks.append(chunk)
+                        if time.monotonic() > deadline:
+                            raise httpx.ReadTimeout("the reply did not end by the deadline")
+                    result["reply"] = (resp.status_code, b"".join(chunks))
+            except BaseException as exc:  # handed to the waiting thread
+                result["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="compassmem-llm-request", daemon=True).start()
+        if not done.wait(max(0.0, deadline - time.monotonic()) + 0.05):
+            raise TransientError(f"no complete reply within {timeout_s:g} s")
+        exc = result.get("error")
+        if isinstance(exc, httpx.ConnectError):
+            raise LLMUnavailable(name, f"cannot reach {self.base_url} ({exc})") from None
+        if isinstance(exc, (httpx.TimeoutException, httpx.TransportError)):
+            raise TransientError(f"{type(exc).__name__}: {exc}") from None
+        if exc is not None:
+            raise exc
+        return result["reply"]
+
+
+def _tokens(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _completion(text: str, latency: float) -> Completion:
+    """The reply's text and token counts. A body of another shape (a choices string, a null message, a
+    number for content) is as useless as garbage and handled the same way: retried, then an LLMError.
+    Token counts of the wrong type count as 0: the reply itself is still good."""
+    try:
+        data = json.loads(text)
+        message = data["choices"][0]["message"]
+        if not isinstance(message, dict):
+            raise TypeError(f"message is {type(message).__name__}")
+        content = message.get("content") or ""
+        if not isinstance(content, str):
+            raise TypeError(f"content is a {type(content).__name__}")
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
+        raise TransientError(f"malformed response body ({type(exc).__name__}): {text[:200]}") from None
+    usage = data.get("usage") if isinstance(data, dict) else None
+    usage = usage if isinstance(usage, dict) else {}
+    return Completion(content, _tokens(usage.get("prompt_tokens")), _tokens(usage.get("completion_tokens")), latency)
 
 
 class GGUFProvider:
