@@ -193,3 +193,32 @@ def test_a_named_step_that_holds_other_content_is_a_conflict(hash_memory):
         hash_memory.add(["second"], namespace="n", step=3)
     assert not info.value.retryable
     assert hash_memory.add(["second"], namespace="n").step == 4
+
+
+def _open_at_once(db: str, barrier, errors) -> None:
+    from compassmem.store import open_store
+
+    try:
+        barrier.wait(timeout=120)
+        store = open_store(db)
+        store.set_meta(f"opened/{mp.current_process().name}", "yes")
+        store.close()
+    except Exception as exc:
+        errors.put(f"{type(exc).__name__}: {exc}")
+
+
+@pytest.mark.parametrize("n", [100])
+def test_processes_opening_one_new_database_at_once_all_succeed(db_factory, n):
+    """The schema of a new database is made inside one write transaction: 100 processes (16 on PostgreSQL,
+    whose server allows 100 connections in all) released at the same moment on a file that does not exist
+    yet all open it (the bug: 'UNIQUE constraint failed: meta.key' for 2 of 100)."""
+    db = db_factory()
+    n = n if "://" not in db else 16
+    ctx = mp.get_context("fork")
+    barrier, errors = ctx.Barrier(n), ctx.Queue()
+    _run_all([ctx.Process(target=_open_at_once, args=(db, barrier, errors)) for _ in range(n)], errors)
+    from compassmem.store import open_store
+
+    store = open_store(db)
+    assert len(store.meta_items("opened/")) == n
+    store.close()

@@ -64,14 +64,8 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
             # took 8.1 ms through the page cache and 3.2 ms mapped (10 K events). Address space, not RAM:
             # the kernel maps in only the pages a search touches
             self._conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
-            fresh = not self._conn.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone()
-            self._conn.executescript(SCHEMA)
-            row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            if row is None and fresh:
-                for sql in statements(SCHEMA_V2) + statements(SCHEMA_V3):
-                    self._conn.execute(sql)
-                self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            elif row is not None and int(row[0]) < SCHEMA_VERSION:
+            row = self._create_schema()
+            if row is not None and int(row[0]) < SCHEMA_VERSION:
                 upgrade(self._conn, int(row[0]))
             elif row is not None and int(row[0]) > SCHEMA_VERSION:
                 raise StoreError(f"database {self.path} has schema v{row[0]}, this CompassMem reads "
@@ -83,6 +77,27 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
         self._writes = 0  # open write transactions: an index base must never be built from their rows
         self._indexes: dict[tuple[str, str, str], VectorIndex] = {}
         self._lexicals: dict[tuple[str, str], tuple[int, list[LexicalBase]]] = {}  # (ns, token) -> (head, tiers)
+
+    def _create_schema(self) -> tuple | None:
+        """The tables of a new database, inside one write transaction: processes opening the same new file
+        at once each wait their turn, and all but the first find the schema there. Returns the stored
+        schema_version row."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            fresh = not conn.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone()
+            for sql in statements(SCHEMA):
+                conn.execute(sql)
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None and fresh:
+                for sql in statements(SCHEMA_V2) + statements(SCHEMA_V3):
+                    conn.execute(sql)
+                conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return row
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:

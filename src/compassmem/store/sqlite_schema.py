@@ -130,7 +130,8 @@ def upgrade(conn: sqlite3.Connection, version: int) -> None:
     """v1 → v2 → v3 in one transaction: the new column, tables and indexes, then each namespace indexed
     (v2); the history table (v3: events built before it have no history entries)."""
     conn.execute("BEGIN IMMEDIATE")
-    try:
+    try:  # another process may have upgraded it while this one waited for the lock
+        version = int(conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
         if version < 2:
             cols = {r[1] for r in conn.execute("PRAGMA table_info(observations)")}
             if "event" not in cols:
