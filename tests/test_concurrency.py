@@ -106,6 +106,50 @@ def test_a_writer_holds_no_lock_while_its_model_works(tmp_path):
     assert set(slow.namespaces()) == {"slow", "other"}
 
 
+def test_a_topic_label_from_a_model_is_asked_for_outside_the_write_lock(tmp_path):
+    """A new topic's label is a model call in LLM mode (40 s on a small local model); it ran inside the
+    step's write transaction, and another writer failed 'busy'. Now the topic is labelled after the
+    commit: while the model works, a writer with a tiny busy timeout commits a whole step."""
+    from compassmem.store.sqlite import SQLiteStore
+
+    db = str(tmp_path / "label.db")
+    slow = Memory(db, embedder="hash")
+    other = Memory(store=SQLiteStore(db, busy_timeout_s=0.2), embedder="hash")
+    (_, obs2, when2), = _steps("other", n_steps=1)
+    asked = []
+
+    class ModelLikeLabeler:
+        def label(self, events):
+            asked.append([e.id for e in events])
+            if len(asked) == 1:
+                other.add(obs2, namespace="other", step=1, world_time=when2)  # fails 'busy' under a held lock
+            return f"model label {len(asked)}"
+
+    slow.constructor.roles.labeler = ModelLikeLabeler()
+    (_, obs, when), = _steps("slow", n_steps=1)
+    record = slow.add(obs, namespace="slow", step=1, world_time=when)
+    assert asked and set(slow.namespaces()) == {"slow", "other"}
+    assert sorted(t.label for t in slow.store.topics("slow")) == [f"model label {i + 1}" for i in range(len(asked))]
+    assert slow.store.get_step("slow", 1) == record
+
+
+def test_a_failed_model_label_keeps_the_keyword_label_and_the_step(tmp_path):
+    from compassmem.errors import LLMError
+
+    mem = Memory(tmp_path / "fail.db", embedder="hash")
+
+    class Failing:
+        def label(self, events):
+            raise LLMError("topic_label", "failed after 3 attempt(s): invalid output")
+
+    mem.constructor.roles.labeler = Failing()
+    (_, obs, when), = _steps("n", n_steps=1)
+    record = mem.add(obs, namespace="n", step=1, world_time=when)
+    assert mem.store.step_count("n") == 1 and all(t.label for t in mem.store.topics("n"))
+    assert any("kept its keyword label" in s for s in record.skipped)
+    assert mem.store.get_step("n", 1).skipped == record.skipped
+
+
 def test_busy_database_is_one_clear_error_and_writes_nothing(tmp_path):
     from compassmem.errors import StoreError
     from compassmem.store.sqlite import SQLiteStore

@@ -27,6 +27,9 @@ from ..timeutil import find_expressions
 from .segment import DraftEvent, Segmenter, extractive_summary, observation_text, participants_of
 
 
+PLAN_TRIES = 5  # fusion planned again outside the write lock when another step landed meanwhile (LLM judge)
+
+
 @dataclass
 class _Draft:
     obs_vecs: np.ndarray
@@ -151,24 +154,38 @@ class Constructor:
             # Everything slow (embeddings, model calls) happens before the write lock is taken, so other
             # writers and readers of the same database wait milliseconds, not minutes.
             draft = self._prepare(namespace, step, observations, world_time, world_date, skipped)
-            plan = self._plan_fusion(namespace, draft)
-            with self.store.transaction():
-                prior = self.store.get_step(namespace, step)
-                if prior is not None:  # another writer committed this step meanwhile
-                    if prior.content_hash == digest:
-                        return prior
-                    raise StepConflict(f"step {step} of '{namespace}' was just ingested by another writer with "
-                                       "different content")
-                if self._version(namespace) != plan.version:  # another step landed: judge against it too
-                    plan = self._plan_fusion(namespace, draft)
-                record = self._apply(namespace, step, observations, draft, plan, digest, skipped)
-                record.llm_calls, record.prompt_tokens = usage.llm_calls, usage.prompt_tokens
-                record.completion_tokens, record.latency_s = usage.completion_tokens, round(usage.latency_s, 3)
-                self.store.put_step(record)
+            for attempt in range(PLAN_TRIES):
+                plan = self._plan_fusion(namespace, draft)
+                labels = topic_ops.DeferredLabels(self.roles.labeler)
+                with self.store.transaction():
+                    prior = self.store.get_step(namespace, step)
+                    if prior is not None:  # another writer committed this step meanwhile
+                        if prior.content_hash == digest:
+                            return prior
+                        raise StepConflict(f"step {step} of '{namespace}' was just ingested by another writer "
+                                           "with different content")
+                    if self._version(namespace) != plan.version:  # another step landed: judge against it too
+                        if self.llm is not None and attempt < PLAN_TRIES - 1:
+                            continue  # the judge is a model: judge again with the lock released
+                        plan = self._plan_fusion(namespace, draft, self.llm is None)  # no model call in here
+                    record = self._apply(namespace, step, observations, draft, plan, digest, skipped, labels)
+                    self._account(record, usage)
+                    self.store.put_step(record)
+                    break
+            if labels.wanted:  # the model names new topics now that the write lock is free
+                record.skipped += labels.name(self.store, namespace)
+                with self.store.transaction():
+                    self._account(record, usage)
+                    self.store.put_step(record)
             # keep the store's indexes level with the step now (amortised: deltas fold into base files on a
             # geometric schedule), so the first ask after a long ingest does not pay for all of it
             self.store.refresh_indexes(namespace)
         return record
+
+    @staticmethod
+    def _account(record: StepRecord, usage: Usage) -> None:
+        record.llm_calls, record.prompt_tokens = usage.llm_calls, usage.prompt_tokens
+        record.completion_tokens, record.latency_s = usage.completion_tokens, round(usage.latency_s, 3)
 
     def _version(self, namespace: str) -> int:
         return self.store.step_count(namespace) if self.store.has_namespace(namespace) else 0
@@ -184,9 +201,9 @@ class Constructor:
         relations = self.roles.relations.relate(step, observations, events)
         return _Draft(obs_vecs, events, relations, self.embedder.embed([e.embed_text() for e in events]))
 
-    def _plan_fusion(self, namespace: str, draft: _Draft) -> _Plan:
-        """Fusion decisions against the events already stored (judge calls included), and the namespace
-        version they were made against."""
+    def _plan_fusion(self, namespace: str, draft: _Draft, judge: bool = True) -> _Plan:
+        """Fusion decisions against the events already stored (judge calls included, unless `judge` is
+        False: then only similarity decides), and the namespace version they were made against."""
         store, s = self.store, self.settings
         version = self._version(namespace)
         decisions: list[list[FusionDecision]] = []
@@ -195,15 +212,16 @@ class Constructor:
             found = store.search_events(namespace, vec, s.judge_candidates + 8) if version else []
             candidates = [(store.get_event(namespace, eid), sim) for eid, sim in found]
             candidates = [(e, sim) for e, sim in candidates if e is not None and e.step < event.step]
-            d, used = decide(event, candidates, self.roles.judge, s, s.max_judge_calls_per_step - judge_calls)
+            d, used = decide(event, candidates, self.roles.judge, s,
+                             s.max_judge_calls_per_step - judge_calls if judge else 0)
             judge_calls += used
             decisions.append(d)
         return _Plan(version, decisions)
 
     def _apply(self, namespace: str, step: int, observations: list[Observation], draft: _Draft, plan: _Plan,
-               digest: str, skipped: list[str]) -> StepRecord:
-        """The writes of one step, inside its transaction; no model call except a new topic's label
-        (offline: keywords)."""
+               digest: str, skipped: list[str], labels: topic_ops.DeferredLabels) -> StepRecord:
+        """The writes of one step, inside its transaction; no model call (topics get keyword labels here,
+        and a model's labels after the commit)."""
         store, s = self.store, self.settings
         store.ensure_namespace(namespace)
         store.add_observations(observations, draft.obs_vecs)
@@ -221,7 +239,7 @@ class Constructor:
                 final_id[i] = fused.id
                 record.events_merged += 1
                 continue
-            event.topic_id = topic_ops.assign_online(store, namespace, event, vec, s, self.roles.labeler)
+            event.topic_id = topic_ops.assign_online(store, namespace, event, vec, s, labels)
             store.put_event(event, vec)
             store.add_history(namespace, event.id, "created", step, event.observation_ids, event.summary)
             final_id[i] = event.id
@@ -252,7 +270,7 @@ class Constructor:
         record.relations = n_rel + len(cross)
         record.cross_relations = len(cross)
         if topic_ops.due(store, namespace, s):
-            topic_ops.recluster(store, namespace, s, self.roles.labeler)
+            topic_ops.recluster(store, namespace, s, labels)
             record.topics_reclustered = True
         record.skipped = skipped
         return record

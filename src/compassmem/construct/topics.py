@@ -10,6 +10,7 @@ import numpy as np
 
 from ..config import ConstructionSettings
 from ..embed import dots, l2_normalise
+from ..errors import CompassMemError
 from ..llm import LLMClient
 from ..models import Event, Topic
 from ..prompts import prompt
@@ -54,13 +55,51 @@ class LLMLabeler:
         return self.llm.structured(prompt("topic_label"), TopicLabelOut, events=listing).label.strip()
 
 
+class DeferredLabels:
+    """Topic labels inside a step's write transaction. A label from a model can take a minute, and no
+    model call may run while the step holds the write lock (another writer would wait, then fail
+    'busy'): inside the transaction a topic gets its keyword label at once, and the topics that want a
+    model's label are remembered and named right after the commit (`name`)."""
+
+    def __init__(self, labeler: TopicLabeler) -> None:
+        self.labeler = labeler
+        self.wanted: dict[str, list[Event]] = {}
+
+    @property
+    def uses_model(self) -> bool:
+        return not isinstance(self.labeler, KeywordLabeler)
+
+    def label(self, topic_id: str, events: list[Event], model: bool = True) -> str:
+        if model and self.uses_model:
+            self.wanted[topic_id] = list(events)
+        return KeywordLabeler().label(events)
+
+    def name(self, store: Store, namespace: str) -> list[str]:
+        """Ask the model for each wanted label (no lock held), then write each in a short transaction,
+        unless the topic changed meanwhile. Returns what could not be named: the step is committed, so a
+        failed label call keeps the keyword label instead of undoing the step."""
+        problems = []
+        for tid, events in self.wanted.items():
+            try:
+                label = self.labeler.label(events)
+            except CompassMemError as exc:
+                problems.append(f"topic {tid}: kept its keyword label ({str(exc)[:120]})")
+                continue
+            with store.transaction():
+                found = store.get_topic(namespace, tid)
+                if found is not None and found[0].label == KeywordLabeler().label(events):
+                    store.put_topic(found[0].model_copy(update={"label": label}), found[1])
+        self.wanted = {}
+        return problems
+
+
 def _next_topic_id(store: Store, namespace: str) -> int:
     nums = [int(t.id[1:]) for t in store.topics(namespace) if t.id[1:].isdigit()]
     return max(nums, default=-1) + 1
 
 
 def assign_online(store: Store, namespace: str, event: Event, vec: np.ndarray, settings: ConstructionSettings,
-                  labeler: TopicLabeler) -> str:
+                  namer: DeferredLabels) -> str:
     """Join the most similar topic when its centroid is within δ, else open a new topic."""
     best = store.search_topics(namespace, vec, 1)
     if best and best[0][1] >= settings.topic_delta:
@@ -70,7 +109,7 @@ def assign_online(store: Store, namespace: str, event: Event, vec: np.ndarray, s
             store.put_topic(old.model_copy(update={"size": old.size + 1}), l2_normalise(centre * old.size + vec))
             return old.id
     tid = f"t{_next_topic_id(store, namespace)}"
-    store.put_topic(Topic(id=tid, namespace=namespace, label=labeler.label([event]), size=1), vec)
+    store.put_topic(Topic(id=tid, namespace=namespace, label=namer.label(tid, [event]), size=1), vec)
     return tid
 
 
@@ -111,7 +150,7 @@ def _central_members(mat: np.ndarray, rows: np.ndarray, centre: np.ndarray, n: i
     return rows[np.argsort(-sims, kind="stable")[:n]]
 
 
-def recluster(store: Store, namespace: str, settings: ConstructionSettings, labeler: TopicLabeler,
+def recluster(store: Store, namespace: str, settings: ConstructionSettings, namer: DeferredLabels,
               max_llm_labels: int = 4, label_members: int = 12) -> int:
     """Re-cluster every event with k-means; clusters inherit the old topic id they overlap most."""
     from scipy.optimize import linear_sum_assignment  # heavy: imported only by the step that re-clusters
@@ -162,11 +201,10 @@ def recluster(store: Store, namespace: str, settings: ConstructionSettings, labe
         centre = l2_normalise(mat[rows_c].mean(axis=0))
         label = old_labels.get(tid, "")
         if set(members) != old_members.get(tid) or not label:
-            use_llm = not isinstance(labeler, KeywordLabeler) and llm_labels < max_llm_labels
-            chosen = labeler if use_llm else KeywordLabeler()
+            use_llm = namer.uses_model and llm_labels < max_llm_labels
             llm_labels += int(use_llm)
             sample = [store.get_event(namespace, ids[r]) for r in _central_members(mat, rows_c, centre, label_members)]
-            label = chosen.label([e for e in sample if e is not None])
+            label = namer.label(tid, [e for e in sample if e is not None], model=use_llm)
         store.put_topic(Topic(id=tid, namespace=namespace, label=label, size=len(members)), centre)
     store.set_event_topics(namespace, changed)
     return k
