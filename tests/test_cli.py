@@ -29,12 +29,33 @@ def test_help_lists_commands():
     (["ingest", "/no/file.json", "--db", "x.db", "--format", "locomo"], "input file not found"),
     (["doctor", "--llm", "bogus"], "bad LLM spec"),
     (["bench", "scale", "--out", "o", "--sizes", "ten"], "bad --sizes"),
+    (["ask", "hi?", "--db", "/no/such/folder/with/a/name/long/enough/to/wrap/an/eighty/column/line/" + "x" * 60 + ".db"],
+     "database not found"),
 ])
 def test_errors_are_one_clear_line(tmp_path, args, message):
     r = cli(*args, cwd=tmp_path)
     assert r.returncode != 0
     text = r.stdout + r.stderr
     assert message in text and "Traceback" not in text
+    if r.stderr.startswith("error:"):  # ours: exit 2, one line however long (stderr is a pipe here)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_export_to_a_bad_place_and_a_locomo_file_with_a_huge_session_number(tmp_path):
+    db = tmp_path / "m.db"
+    (tmp_path / "one.jsonl").write_bytes("\ufeff".encode() + json.dumps(  # a BOM, as some editors save UTF-8
+        {"namespace": "ana", "step": 1, "id": "t1", "text": "Ana adopted a puppy."}).encode() + b"\n")
+    assert cli("ingest", str(tmp_path / "one.jsonl"), "--db", str(db), "--format", "jsonl",
+               "--embedder", "hash").returncode == 0
+    for target in ("/no/such/folder/x.jsonl", str(tmp_path)):
+        r = cli("export", "--db", str(db), "-o", target)
+        assert r.returncode == 2 and r.stderr.startswith("error:") and "Traceback" not in r.stderr, r.stderr
+    data = [{"sample_id": "c", "conversation": {"speaker_a": "A", "speaker_b": "B",
+                                                "session_99999999999999999999": [{"speaker": "A", "dia_id": "D1:1",
+                                                                                  "text": "hi"}]}, "qa": []}]
+    (tmp_path / "big.json").write_text(json.dumps(data))
+    r = cli("ingest", str(tmp_path / "big.json"), "--db", str(db), "--format", "locomo")
+    assert r.returncode == 2 and "session numbers are steps" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_ingest_ask_stats_roundtrip(tmp_path):

@@ -3,7 +3,7 @@
 never another exception (a traceback for a user) — the specific nonsense cases are refused rather than
 silently stored, and the database passes SQLite's integrity check afterwards.
 
-About 1,300 generated inputs per run (the sum of max_examples below)."""
+About 1,750 generated inputs per run (the sum of max_examples below)."""
 
 from __future__ import annotations
 
@@ -111,6 +111,56 @@ def test_cli_ask_prints_any_question_without_crashing(mem, question):
     result = CliRunner().invoke(app, ["ask", question, "--db", mem.store.path, "-n", "base"])
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         assert isinstance(result.exception, CompassMemError), repr(result.exception)
+
+
+@fuzz(100)
+@given(flt=st.one_of(nested, st.fixed_dictionaries({}, optional={"since": scalars, "until": scalars,
+                                                                  "speaker": st.one_of(scalars, nested),
+                                                                  "meta": nested})),
+       offset=scalars, limit=scalars)
+def test_filters_and_paging_refuse_cleanly(mem, flt, offset, limit):
+    _only_clean_errors(lambda: mem.search("puppy", namespace="base", filters=flt))
+    _only_clean_errors(lambda: mem.list("base", offset, limit))
+
+
+@pytest.fixture(scope="module")
+def export_lines(mem, tmp_path_factory):
+    mem.add([{"speaker": "Ana", "text": "After the vet Luna slept all day because she was tired."},
+             {"speaker": "Ben", "text": "Then we went hiking at the lake on Sunday."}], namespace="base", step=2,
+            world_time="12 May 2023")
+    path = tmp_path_factory.mktemp("export") / "base.jsonl"
+    mem.export("base", path)
+    return path.read_text().splitlines()
+
+
+@fuzz(200)
+@given(data=st.data(), value=st.one_of(scalars, nested), new_key=st.one_of(st.none(), st.text(max_size=40)))
+def test_import_of_a_tampered_export_is_refused_cleanly_or_works(mem, export_lines, tmp_path_factory, data, value,
+                                                                 new_key):
+    """One value of a real export replaced (or one column added): the import is refused with one clean
+    error and writes nothing, or the imported namespace works for every call afterwards."""
+    lines = [json.loads(x) for x in export_lines]
+    lines[0]["namespaces"] = ["tampered"]
+    for item in lines[1:]:
+        item["row"]["name" if item["table"] == "namespaces" else "namespace"] = "tampered"
+    target = data.draw(st.integers(1, len(lines) - 1))
+    row = lines[target]["row"]
+    row[new_key if new_key is not None else data.draw(st.sampled_from(sorted(row)))] = value
+    path = tmp_path_factory.mktemp("t") / "t.jsonl"
+    path.write_text("\n".join(json.dumps(x, default=str) for x in lines), encoding="utf-8", errors="surrogatepass")
+    before = mem.store.namespaces()
+    if _only_clean_errors(lambda: mem.import_file(path)) is None:
+        assert mem.store.namespaces() == before
+        return
+    try:
+        mem.stats("tampered")
+        mem.search("Luna hiking", namespace="tampered")
+        assert mem.ask("Where did they hike?", "tampered").answer
+        mem.list("tampered")
+        mem.add(["One more turn."], namespace="tampered")
+        mem.export("tampered", path)
+    finally:
+        mem.forget("tampered")
 
 
 # ------------------------------------------------------------------ the named silent accepts, refused

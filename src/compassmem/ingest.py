@@ -55,7 +55,7 @@ def _read_text(path: Path) -> str:
     if not raw.strip():
         raise InputError(f"input file is empty: {path}")
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig")  # a byte-order mark is how some editors save UTF-8
     except UnicodeDecodeError as exc:
         raise InputError(f"{path} is not UTF-8 (byte {exc.start}: {raw[exc.start:exc.start + 4]!r}); "
                          "re-encode it as UTF-8") from None
@@ -85,7 +85,11 @@ def load_locomo(path: Path, samples: list[str] | None = None, sessions: tuple[in
         conv = item["conversation"]
         if not isinstance(conv, dict):
             raise InputError(f"{ns}: 'conversation' must be an object of sessions")
-        numbers = sorted(int(m.group(1)) for k in conv if (m := re.fullmatch(r"session_(\d+)", k)))
+        keys = [k for k in conv if re.fullmatch(r"session_\d+", k)]
+        too_big = [k for k in keys if len(k) > 20 or int(k[8:]) > validate.MAX_STEP]
+        if too_big:
+            raise InputError(f"{ns}: '{too_big[0][:40]}': session numbers are steps, 0 to {validate.MAX_STEP}")
+        numbers = sorted(int(k[8:]) for k in keys)
         for n in numbers:
             if sessions and not (sessions[0] <= n <= sessions[1]):
                 continue
@@ -97,6 +101,10 @@ def load_locomo(path: Path, samples: list[str] | None = None, sessions: tuple[in
             for seq, turn in enumerate(conv[f"session_{n}"]):
                 if not isinstance(turn, dict) or "dia_id" not in turn or "text" not in turn:
                     raise InputError(f"{ns} session {n} turn {seq} lacks 'dia_id' or 'text'")
+                if isinstance(turn["dia_id"], bool) or not isinstance(turn["dia_id"], (str, int)):
+                    raise InputError(f"{ns} session {n} turn {seq}: dia_id must be a string, got "
+                                     f"{type(turn['dia_id']).__name__}")
+                validate.identifier(str(turn["dia_id"]), f"{ns} session {n} turn {seq}: dia_id")
                 validate.text_of(turn["text"], f"{ns} session {n} turn {seq}: text")
                 validate.optional_text(turn.get("speaker"), f"{ns} session {n} turn {seq}: speaker")
                 meta = {"image": str(turn["blip_caption"])} if turn.get("blip_caption") else {}
@@ -104,7 +112,10 @@ def load_locomo(path: Path, samples: list[str] | None = None, sessions: tuple[in
                                        speaker=turn.get("speaker"), text=str(turn["text"]), time=when, date=day,
                                        meta=meta))
             steps.append(StepInput(ns, n, obs, when))
-        for qa in item.get("qa", []):
+        qas = item.get("qa", [])
+        if not isinstance(qas, list) or not all(isinstance(qa, dict) and "question" in qa for qa in qas):
+            raise InputError(f"{ns}: 'qa' must be a list of objects with 'question' (and 'answer')")
+        for qa in qas:
             if "answer" not in qa or qa.get("category") == 5:  # adversarial: excluded, as in the paper
                 continue
             questions.append(QAItem(ns, str(qa["question"]), [str(qa["answer"])], qa.get("category"),

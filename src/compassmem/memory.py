@@ -193,6 +193,7 @@ class Memory:
         "export"): a header line, then every stored row — observations, steps, events, relations, topics,
         history, vectors included — exactly as stored, so `import_file` reproduces them. Returns the
         number of rows."""
+        path = validate.output_file(path)
         if namespace is None:
             names = self.store.namespaces()
         else:
@@ -290,9 +291,9 @@ class Memory:
         """A page of the namespace's events in the order they were stored."""
         namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
         for name, value, low in (("offset", offset, 0), ("limit", limit, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low or (name == "limit" and value > 1000):
-                raise InputError(f"{name} must be an integer {'from 1 to 1000' if name == 'limit' else '>= 0'}, "
-                                 f"got {value!r}")
+            high = 1000 if name == "limit" else validate.MAX_OFFSET
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise InputError(f"{name} must be an integer from {low} to {high}, got {str(value)[:40]}")
         return EventPage(namespace=namespace, offset=offset, limit=limit, total=self.store.event_count(namespace),
                          items=self.store.events(namespace, offset, limit))
 

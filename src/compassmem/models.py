@@ -309,6 +309,17 @@ class HistoryEntry(BaseModel):
                                 "updated, observations_deleted) or the part merged in (merged); None: redacted")
 
 
+def _storable(text: str) -> str:
+    """Text no store can hold (NUL) or encode (an unpaired surrogate) is refused where it comes in."""
+    if "\x00" in text:
+        raise ValueError("contains a NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"is not valid Unicode (unpaired surrogate at position {exc.start})") from None
+    return text
+
+
 class Filters(BaseModel):
     """Which observations a search or ask may use (all given conditions must hold). `since`/`until` are
     ISO dates compared with the observation's date (its event's date when it has none); `speaker` is one
@@ -330,14 +341,15 @@ class Filters(BaseModel):
     @classmethod
     def _no_nul(cls, v: object) -> object:
         texts = list(v) if isinstance(v, list) else [*v.keys(), *v.values()] if isinstance(v, dict) else []
-        if any("\x00" in t for t in texts):
-            raise ValueError("contains a NUL character")
+        for t in texts:
+            _storable(t)
         return v
 
     @field_validator("since", "until")
     @classmethod
     def _iso_date(cls, v: str | None) -> str | None:
         if v is not None:
+            _storable(v)
             try:
                 return datetime.fromisoformat(v.strip()).date().isoformat()
             except ValueError:

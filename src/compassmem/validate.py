@@ -5,6 +5,7 @@ a one-line message that names the field and the limit. Past this module, code ma
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any, get_args
 
 from pydantic import ValidationError
@@ -15,6 +16,7 @@ from .models import Filters, Observation
 
 MAX_NAME = 200
 MAX_STEP = 2**31 - 1
+MAX_OFFSET = 2**62  # past any table's size, inside SQLite's and PostgreSQL's 64-bit integers
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -87,8 +89,10 @@ def observation(item: Any, namespace: str, step: int, seq: int, world_time: str 
     'id', 'speaker', 'time', 'meta' of string values), a mem0-style message {'role', 'content'}, or an
     Observation of this namespace and step. Anything else is refused with the item's position."""
     where = f"observation {seq}"
-    if isinstance(item, Observation):
-        return item
+    if isinstance(item, Observation):  # built by the caller, perhaps with model_construct: checked like a dict
+        if (item.namespace, item.step) != (namespace, step):
+            raise InputError(f"{where} belongs to {item.namespace}/step {item.step}, not {namespace}/step {step}")
+        item = {"id": item.id, "speaker": item.speaker, "text": item.text, "time": item.time, "meta": item.meta}
     if isinstance(item, str):
         return Observation(id=f"S{step}:{seq + 1}", namespace=namespace, step=step, seq=seq,
                            text=text_of(item, f"{where}: text"), time=world_time)
@@ -118,6 +122,18 @@ def observation(item: Any, namespace: str, step: int, seq: int, world_time: str 
         first = exc.errors()[0]
         field = ".".join(str(x) for x in first["loc"]) or "value"
         raise InputError(f"{where}: {field}: {first['msg']}") from None
+
+
+def output_file(value: Any) -> Path:
+    """A file to write: a path whose folder exists and that is not itself a folder."""
+    if not isinstance(value, (str, Path)) or not str(value).strip():
+        raise InputError(f"the output file must be a path, got {_describe(value)}")
+    path = Path(value)
+    if path.is_dir():
+        raise InputError(f"{path} is a folder; name a file to write")
+    if not path.expanduser().resolve().parent.is_dir():
+        raise InputError(f"cannot write {path}: folder {path.expanduser().resolve().parent} does not exist")
+    return path
 
 
 def world_time(value: Any) -> str | None:

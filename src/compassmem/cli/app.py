@@ -182,8 +182,8 @@ app.add_typer(bench_app, name="bench")
 def main() -> None:
     try:
         app()
-    except CompassMemError as exc:
-        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+    except (CompassMemError, OSError) as exc:  # one line, never wrapped: scripts grep it
+        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/] (completed steps are saved)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 from typing import Any
 
 from ..config import LLMSettings
@@ -13,6 +14,13 @@ __all__ = ["LLMClient", "LLMSpec", "parse_llm_spec", "make_llm", "LLM_SPECS", "C
            "TransientError", "extract_json", "strip_think", "OpenAICompatibleProvider", "GGUFProvider"]
 
 _GGUF: dict[tuple[str, int], GGUFProvider] = {}
+
+
+@atexit.register
+def _close_models() -> None:
+    """Loaded models are freed before the interpreter tears down the modules their finalisers need."""
+    while _GGUF:
+        _GGUF.popitem()[1].close()
 
 
 def make_llm(spec: str | LLMSpec | None, settings: LLMSettings | None = None, cache: Any = None,

@@ -164,6 +164,14 @@ class GGUFProvider:
             raise LLMUnavailable("load", f"llama.cpp could not load {path}: {exc}") from None
         self._lock = threading.Lock()
 
+    def close(self) -> None:
+        """Free the model now. Left to the interpreter's exit, llama-cpp-python's finaliser ran after the
+        modules it needs were torn down and printed a TypeError traceback from `free_model`."""
+        with self._lock:
+            close = getattr(self._llm, "close", None)
+            if close is not None:
+                close()
+
     def forget_prefix(self) -> None:
         """Drop the prompt prefix llama.cpp keeps evaluated between calls, so the next call starts cold."""
         with self._lock:

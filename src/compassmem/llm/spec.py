@@ -24,6 +24,8 @@ class LLMSpec:
 
 
 def parse_llm_spec(text: str | None) -> LLMSpec:
+    if text is not None and not isinstance(text, str):
+        raise ConfigError(f"llm must be a spec string ({LLM_SPECS}) or None, got {type(text).__name__}")
     raw = (text or "none").strip()
     if raw in ("none", "offline", ""):
         return LLMSpec("none")
