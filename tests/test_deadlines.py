@@ -214,6 +214,25 @@ def test_a_well_formed_json_reply_of_the_wrong_shape_is_a_clean_llm_error(shape)
         srv.shutdown()
 
 
+@pytest.mark.parametrize("shape", sorted(MALFORMED))
+def test_the_cli_turns_a_reply_of_the_wrong_shape_into_one_line_and_exit_2(tmp_path, shape):
+    import subprocess
+    import sys
+
+    base = Memory(tmp_path / "c.db", embedder="hash")
+    base.add(["Ana adopted a puppy named Luna."], namespace="n", step=1)
+    base.close()
+    srv = _trickler(json.dumps(MALFORMED[shape]).encode(), every_s=0)
+    try:
+        r = subprocess.run([sys.executable, "-m", "compassmem", "ask", "Who adopted Luna?", "--db",
+                            str(tmp_path / "c.db"), "-n", "n", "--llm", "openai:m", "--base-url",
+                            f"http://127.0.0.1:{srv.server_port}/v1"], capture_output=True, text=True, timeout=120)
+    finally:
+        srv.shutdown()
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.stderr.startswith("error:") and "malformed response body" in r.stderr
+
+
 def test_token_counts_of_the_wrong_type_count_as_zero():
     from compassmem.llm.providers import _completion
 
