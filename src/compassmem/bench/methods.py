@@ -4,6 +4,7 @@ or construction (ablations)."""
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -19,7 +20,8 @@ from ..search.graph import approx_tokens
 from ..text import content_words
 from ..search.responder import Responder, evidence_lines
 
-BASELINES = ("full_context", "rag512", "dense_turns", "bm25_turns")  # turn baselines accept ":K", e.g. bm25_turns:30
+BASELINES = ("full_context", "rag512", "dense_turns", "bm25_turns", "hybrid_turns", "hybrid_speaker")
+TURN_BASELINES = ("dense_turns", "bm25_turns", "hybrid_turns", "hybrid_speaker")  # accept ":K", e.g. bm25_turns:30
 ABLATIONS = {
     "no_topics": {"search.use_topics": False},
     "no_relations": {"search.use_relations": False},
@@ -147,13 +149,16 @@ class DenseTurns(_Answering):
         super().__init__(name, memory, responder, max_tokens)
         self.embedder, self.k = embedder, k
 
-    def answer(self, namespace: str, question: str) -> MethodResult:
-        t0 = time.perf_counter()
+    def rank(self, namespace: str, question: str) -> list[Observation]:
+        """Every turn, most similar to the question first."""
         ids, mat = self.memory.store.observation_matrix(namespace)
         by_id = {o.id: o for o in self.observations(namespace)}
         sims = dots(mat, self.embedder.embed([question])[0])
-        top = np.argsort(-sims, kind="stable")[:RANKING_DEPTH]
-        return self.respond(question, [by_id[ids[i]] for i in top if ids[i] in by_id], t0, hand=self.k)
+        return [by_id[ids[i]] for i in np.argsort(-sims, kind="stable") if ids[i] in by_id]
+
+    def answer(self, namespace: str, question: str) -> MethodResult:
+        t0 = time.perf_counter()
+        return self.respond(question, self.rank(namespace, question)[:RANKING_DEPTH], t0, hand=self.k)
 
 
 class BM25Turns(_Answering):
@@ -162,17 +167,63 @@ class BM25Turns(_Answering):
         self.k = k
         self._index: dict[str, Any] = {}
 
-    def answer(self, namespace: str, question: str) -> MethodResult:
+    def rank(self, namespace: str, question: str) -> list[Observation]:
+        """Every turn, best BM25 score first."""
         from ..search.lexical import BM25
 
-        t0 = time.perf_counter()
         obs = self.observations(namespace)
         if namespace not in self._index:
             # the same text CompassMem indexes (turn + image caption), so the comparison is like for like
             self._index[namespace] = BM25([content_words(observation_text(o)) or ["_"] for o in obs])
         scores = self._index[namespace].get_scores(content_words(question))
-        top = np.argsort(-scores, kind="stable")[:RANKING_DEPTH]
-        return self.respond(question, [obs[i] for i in top], t0, hand=self.k)
+        return [obs[i] for i in np.argsort(-scores, kind="stable")]
+
+    def answer(self, namespace: str, question: str) -> MethodResult:
+        t0 = time.perf_counter()
+        return self.respond(question, self.rank(namespace, question)[:RANKING_DEPTH], t0, hand=self.k)
+
+
+def rrf(rankings: list[list[Observation]], k: int = 60) -> list[Observation]:
+    """Reciprocal-rank fusion: each list adds 1 / (k + rank) to an item's score (Cormack et al. 2009; the
+    fusion Graphiti and most hybrid retrievers use). Ties keep the first list's order."""
+    score: dict[str, float] = {}
+    first: dict[str, Observation] = {}
+    for ranking in rankings:
+        for rank, o in enumerate(ranking, 1):
+            score[o.id] = score.get(o.id, 0.0) + 1.0 / (k + rank)
+            first.setdefault(o.id, o)
+    order = {oid: i for i, oid in enumerate(first)}
+    return [first[oid] for oid in sorted(score, key=lambda x: (-score[x], order[x]))]
+
+
+def named_speakers(question: str, speakers: list[str]) -> list[str]:
+    """The speakers a question names, by any word of their name (case-insensitive, 3+ letters)."""
+    words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+", question)}
+    words |= {w[:-2] for w in words if w.endswith("'s")}
+    return [s for s in speakers if any(part.lower() in words for part in re.findall(r"[A-Za-z]{3,}", s))]
+
+
+class HybridTurns(_Answering):
+    """The retriever a LangChain or Graphiti user would build: RRF (k = 60) of the BM25 and the dense turn
+    rankings; with `speaker`, one more list — the turns said by a person the question names, in the
+    fused order."""
+
+    def __init__(self, memory: Memory, responder: Responder, embedder: CachedEmbedder, k: int, max_tokens: int,
+                 name: str = "hybrid_turns", speaker: bool = False) -> None:
+        super().__init__(name, memory, responder, max_tokens)
+        self.k, self.speaker = k, speaker
+        self.dense = DenseTurns(memory, responder, embedder, k, max_tokens)
+        self.bm25 = BM25Turns(memory, responder, k, max_tokens)
+
+    def answer(self, namespace: str, question: str) -> MethodResult:
+        t0 = time.perf_counter()
+        fused = rrf([self.bm25.rank(namespace, question), self.dense.rank(namespace, question)])
+        if self.speaker:
+            named = set(named_speakers(question, self.memory.store.speakers(namespace)))
+            if named:
+                fused = rrf([self.bm25.rank(namespace, question), self.dense.rank(namespace, question),
+                             [o for o in fused if o.speaker in named]])
+        return self.respond(question, fused[:RANKING_DEPTH], t0, hand=self.k)
 
 
 class RAGChunks(_Answering):

@@ -14,8 +14,8 @@ from ..config import Settings
 from ..errors import ConfigError, DeadlineExceeded, LLMError, LLMUnavailable
 from ..ingest import Dataset, load
 from ..memory import Memory
-from .methods import (ABLATIONS, ALL_METHODS, BM25Turns, CompassMemMethod, DenseTurns, FixedChunkSegmenter,
-                      FullContext, Method, RAGChunks, variant_settings)
+from .methods import (ABLATIONS, ALL_METHODS, TURN_BASELINES, BM25Turns, CompassMemMethod, DenseTurns,
+                      FixedChunkSegmenter, FullContext, HybridTurns, Method, RAGChunks, variant_settings)
 from ..search.graph import approx_tokens
 from ..search.responder import evidence_line
 from .judge import read_jsonl
@@ -45,7 +45,7 @@ class BenchConfig:
 
     def validate(self) -> None:
         unknown = [m for m in self.methods if m.partition(":")[0] not in ALL_METHODS
-                   or (":" in m and (m.partition(":")[0] not in ("dense_turns", "bm25_turns")
+                   or (":" in m and (m.partition(":")[0] not in TURN_BASELINES
                                      or not m.partition(":")[2].isdigit()))]
         if unknown:
             raise ConfigError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(ALL_METHODS)}")
@@ -138,6 +138,9 @@ def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
             methods.append(DenseTurns(main, responder, main.embedder, k, cfg.settings.search.max_context_tokens, name))
         elif base == "bm25_turns":
             methods.append(BM25Turns(main, responder, k, cfg.settings.search.max_context_tokens, name))
+        elif base in ("hybrid_turns", "hybrid_speaker"):
+            methods.append(HybridTurns(main, responder, main.embedder, k, cfg.settings.search.max_context_tokens, name,
+                                       speaker=base == "hybrid_speaker"))
     failed: list[dict] = []
     rows = answer_rows(cfg, ds, main, methods, cfg.out / "results.jsonl", progress, failed)
     timings_path = cfg.out / "construction.json"
