@@ -19,7 +19,7 @@ from .errors import InputError
 from .models import Observation
 from .timeutil import iso, parse_date
 
-FORMATS = ("locomo", "narrativeqa", "jsonl")
+FORMATS = ("locomo", "narrativeqa", "jsonl", "beam")
 
 
 @dataclass
@@ -37,6 +37,19 @@ class QAItem:
     answers: list[str]
     category: int | None = None
     evidence: list[str] = field(default_factory=list)
+    group: str | None = None  # the data set's own label: a BEAM ability, a LoCoMo-Plus relation type
+
+
+LOCOMO_PLUS_TYPES = {1: "causal", 2: "state", 3: "goal", 4: "value"}
+
+
+def _group(qa: dict) -> str | None:
+    """A question's group, from the fields its data set adds to LoCoMo's schema (data/README.md)."""
+    if isinstance(qa.get("ability"), str):
+        return qa["ability"]
+    if "time_gap" in qa:  # LoCoMo-Plus: categories 1-4 are relation types
+        return LOCOMO_PLUS_TYPES.get(qa.get("category"))
+    return None
 
 
 @dataclass
@@ -72,6 +85,11 @@ def load_locomo(path: Path, samples: list[str] | None = None, sessions: tuple[in
         data = [data]
     if not isinstance(data, list) or not all(isinstance(x, dict) and "conversation" in x for x in data):
         raise InputError(f"{path} is not in LoCoMo format (a list of objects with 'conversation')")
+    return _locomo_samples(data, path, samples, sessions)
+
+
+def _locomo_samples(data: list[dict], path: Path, samples: list[str] | None,
+                    sessions: tuple[int, int] | None) -> Dataset:
     steps: list[StepInput] = []
     questions: list[QAItem] = []
     known = [str(x.get("sample_id", f"sample-{i}")) for i, x in enumerate(data)]
@@ -119,10 +137,74 @@ def load_locomo(path: Path, samples: list[str] | None = None, sessions: tuple[in
             if "answer" not in qa or qa.get("category") == 5:  # adversarial: excluded, as in the paper
                 continue
             questions.append(QAItem(ns, str(qa["question"]), [str(qa["answer"])], qa.get("category"),
-                                    [str(e) for e in qa.get("evidence", [])]))
+                                    [str(e) for e in qa.get("evidence", [])], _group(qa)))
     if not steps:
         raise InputError(f"no sessions selected from {path}")
     return Dataset(steps, questions)
+
+
+_BEAM_MARKER = re.compile(r"\s*->->\s*\d+\s*,\s*\d+\s*$")  # BEAM's "->-> batch,turn" at the end of a user turn
+_MONTHS = ("January February March April May June July August September October November December").split()
+
+
+def _flat(ids: Any) -> list[int]:
+    """BEAM's source ids: a list, a dict of lists, lists nested in either."""
+    if isinstance(ids, dict):
+        return [i for v in ids.values() for i in _flat(v)]
+    if isinstance(ids, list):
+        return [i for v in ids for i in _flat(v)]
+    return [int(ids)] if ids is not None else []
+
+
+def _beam_chat(folder: Path) -> dict:
+    """One BEAM chat folder (chat.json + probing_questions/) as a LoCoMo sample: a batch per session dated
+    by its time anchor, a message per turn (dia_id D<batch>:<message id>, speakers User / Assistant), and
+    every probing question with source ids, its ability as its group (data/README.md)."""
+    try:
+        batches = json.loads(_read_text(folder / "chat.json"))
+        probes = json.loads(_read_text(folder / "probing_questions" / "probing_questions.json"))
+        conv: dict[str, Any] = {"speaker_a": "User", "speaker_b": "Assistant"}
+        batch_of: dict[int, int] = {}
+        for batch in batches:
+            n, turns, when = int(batch["batch_number"]), [], None
+            for message in (m for pair in batch["turns"] for m in pair):
+                anchor = message.get("time_anchor")
+                if when is None and isinstance(anchor, str) and re.fullmatch(r"[A-Za-z]+-\d{1,2}-\d{4}", anchor):
+                    month, day, year = anchor.split("-")
+                    when = f"12:00 am on {int(day)} {month}, {year}"
+                batch_of[int(message["id"])] = n
+                turns.append({"speaker": str(message["role"]).capitalize(), "dia_id": f"D{n}:{message['id']}",
+                              "text": _BEAM_MARKER.sub("", str(message["content"])).strip()})
+            conv[f"session_{n}"] = turns
+            if when:
+                conv[f"session_{n}_date_time"] = when
+        qa = []
+        for ability, items in probes.items():
+            for item in items:
+                evidence = list(dict.fromkeys(f"D{batch_of[i]}:{i}" for i in _flat(item.get("source_chat_ids"))
+                                              if i in batch_of))
+                if evidence:
+                    qa.append({"question": item["question"], "answer": item.get("answer", ""), "category": 1,
+                               "evidence": evidence, "ability": ability})
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(f"{folder} is not a BEAM chat folder (chat.json, probing_questions/): "
+                         f"{type(exc).__name__}: {str(exc)[:80]}") from None
+    return {"sample_id": f"beam-{folder.name}", "conversation": conv, "qa": qa}
+
+
+def load_beam(path: Path, samples: list[str] | None = None, sessions: tuple[int, int] | None = None) -> Dataset:
+    """BEAM user↔assistant chats: a chat folder, or a folder of them (e.g. BEAM's 100K/), read as LoCoMo
+    samples named beam-<folder>. Role/content chats are how most agents hold memory."""
+    if (path / "chat.json").is_file():
+        folders = [path]
+    elif path.is_dir():
+        folders = sorted((f for f in path.iterdir() if (f / "chat.json").is_file()),
+                         key=lambda f: (not f.name.isdigit(), int(f.name) if f.name.isdigit() else 0, f.name))
+    else:
+        raise InputError(f"BEAM input not found: {path} (a chat folder with chat.json, or a folder of them)")
+    if not folders:
+        raise InputError(f"{path} holds no BEAM chat folder (a folder with chat.json)")
+    return _locomo_samples([_beam_chat(f) for f in folders], path, samples, sessions)
 
 
 _SENT = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[A-Z\"'(])")
@@ -199,4 +281,6 @@ def load(path: str | Path, fmt: str, samples: list[str] | None = None,
         return load_narrativeqa(p, limit_docs=limit_docs)
     if fmt == "jsonl":
         return load_jsonl(p)
+    if fmt == "beam":
+        return load_beam(p, samples, sessions)
     raise InputError(f"unknown format '{fmt}'; expected one of: {', '.join(FORMATS)}")

@@ -103,12 +103,12 @@ def run_cv(cfg: BenchConfig, grid: Grid, metric: str = "recall@1000", progress: 
 
 
 def cv_markdown(result: dict) -> str:
-    from .report import CATEGORIES, RECALLS
+    from .report import RECALLS
 
     def pct(v: float | None) -> str:
         return "–" if v is None else f"{100 * v:.2f}"
 
-    cats = list(CATEGORIES.values())
+    cats = list(result["cross_validated"]["categories"])
     out = [f"Leave-one-conversation-out, chosen by {result['metric']}.", "",
            "| held-out conversation | settings chosen on the other conversations | their score there |", "|---|---|---|"]
     for ns, c in result["chosen_per_heldout"].items():

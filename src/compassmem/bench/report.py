@@ -16,7 +16,19 @@ RECALLS = [f"recall@{b}" for b in BUDGETS]
 REFERENCES = ("compassmem", "compassmem_graph")
 DIFF_KEYS = ("f1", RECALLS[1])  # the differences report.md shows; results.json keeps every budget's
 
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}  # LoCoMo's (REALTALK: 3 = inference)
+
+
+def group(row: dict) -> str | None:
+    """The question's group in the tables: the data set's own label where it has one (a BEAM ability, a
+    LoCoMo-Plus relation type; ingest.QAItem.group), else its LoCoMo category."""
+    return row.get("group") or CATEGORIES.get(row.get("category"))
+
+
+def groups_in(rows: list[dict]) -> list[str]:
+    """The groups present, LoCoMo's categories in their usual order first, then the others by name."""
+    present = {group(r) for r in rows} - {None}
+    return [c for c in CATEGORIES.values() if c in present] + sorted(present - set(CATEGORIES.values()))
 
 
 def _avg(values: list[float | None]) -> float | None:
@@ -32,8 +44,8 @@ def summarise(rows: list[dict], timings: list[dict]) -> dict[str, Any]:
     for name, rs in by_method.items():
         answered = [r for r in rs if not r["skipped"]]
         cats = {}
-        for c, label in CATEGORIES.items():
-            sub = [r for r in answered if r["category"] == c]
+        for label in groups_in(answered):
+            sub = [r for r in answered if group(r) == label]
             if sub:
                 cats[label] = {"n": len(sub), "f1": _avg([r["f1"] for r in sub]), "bleu1": _avg([r["bleu1"] for r in sub]),
                                "j": _avg([r.get("j") for r in sub]),
@@ -104,7 +116,8 @@ def _differences(ref: list[dict], other: list[dict]) -> dict[str, Any]:
     pairs = [(r, theirs[r["qid"]]) for r in ref if not r["skipped"] and r["qid"] in theirs]
     out: dict[str, Any] = {}
     for key in ("f1", *RECALLS):
-        groups = {"all": pairs, **{label: [p for p in pairs if p[0]["category"] == c] for c, label in CATEGORIES.items()}}
+        groups = {"all": pairs, **{label: [p for p in pairs if group(p[0]) == label]
+                                   for label in groups_in([a for a, _ in pairs])}}
         out[key] = {}
         for label, ps in groups.items():
             ps = [(a, b) for a, b in ps if a.get(key) is not None and b.get(key) is not None]
@@ -145,7 +158,7 @@ def markdown(summary: dict[str, Any], title: str, command: str) -> str:
         for n in names:
             out.append(f"| {n} | " + " | ".join(_fmt(m[n].get(k)) for k in RECALLS) +
                        f" | {_fmt(m[n].get('locomo_f1'))} | {m[n].get('answers_that_are_questions', '–')} |")
-    cats = [c for c in CATEGORIES.values() if any(c in m[n]["categories"] for n in names)]
+    cats = list(dict.fromkeys(c for n in names for c in m[n]["categories"]))
     if any(m[n].get("j") is not None for n in names):
         judge = summary.get("judge") or "?"
         out += ["", f"LLM-as-judge accuracy J (%), judge `{judge}` (question, gold answer, answer -> CORRECT / WRONG, "
@@ -212,7 +225,7 @@ def plot(summary: dict[str, Any], path: Path) -> None:
 
     m = summary["methods"]
     names = [n for n in m if m[n]["categories"]]
-    cats = [c for c in CATEGORIES.values() if any(c in m[n]["categories"] for n in names)]
+    cats = list(dict.fromkeys(c for n in names for c in m[n]["categories"]))
     if not names or not cats:
         return
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))

@@ -26,7 +26,7 @@ Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 @dataclass
 class BenchConfig:
-    dataset: str  # "locomo" | "narrativeqa"
+    dataset: str  # "locomo" | "beam" | "narrativeqa"
     data: Path
     out: Path
     methods: list[str] = field(default_factory=lambda: list(ALL_METHODS))
@@ -51,7 +51,7 @@ class BenchConfig:
             raise ConfigError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(ALL_METHODS)}")
         if self.db and "chunks100" in self.methods:
             raise ConfigError("chunks100 builds a second memory and cannot share --db; leave it out of --methods")
-        if self.dataset not in ("locomo", "narrativeqa"):
+        if self.dataset not in ("locomo", "beam", "narrativeqa"):
             raise ConfigError(f"unknown benchmark dataset '{self.dataset}'")
 
 
@@ -88,8 +88,8 @@ def prepare(cfg: BenchConfig, progress: Progress | None = None) -> tuple[Dataset
     construction.json in cfg.out."""
     cfg.validate()
     cfg.out.mkdir(parents=True, exist_ok=True)
-    if cfg.dataset == "locomo":
-        ds = load(cfg.data, "locomo", samples=cfg.samples, sessions=cfg.sessions)
+    if cfg.dataset in ("locomo", "beam"):
+        ds = load(cfg.data, cfg.dataset, samples=cfg.samples, sessions=cfg.sessions)
     else:
         ds = load(cfg.data, "narrativeqa", limit_docs=cfg.limit_docs)
         if cfg.samples:
@@ -195,7 +195,7 @@ def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Metho
                 failed.append({"method": m.name, "qid": qid, "error": str(e)})
                 continue
             ranked = ranked_with_costs(q.namespace, r.ranking or r.observation_ids)
-            row = {"method": m.name, "qid": qid, "namespace": q.namespace, "category": q.category,
+            row = {"method": m.name, "qid": qid, "namespace": q.namespace, "category": q.category, "group": q.group,
                    "question": q.question, "gold": q.answers, "answer": r.answer, "skipped": r.skipped,
                    "f1": None if r.skipped else best_over_references(token_f1, r.answer, q.answers),
                    "bleu1": None if r.skipped else best_over_references(bleu1, r.answer, q.answers),

@@ -37,7 +37,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 def ingest(
     path: Path = typer.Argument(..., help="Input file."),
     db: str = DbOpt,
-    format: str = typer.Option(..., "--format", "-f", help="locomo | narrativeqa | jsonl"),
+    format: str = typer.Option(..., "--format", "-f", help="locomo | narrativeqa | jsonl | beam (a BEAM chat folder)"),
     sample: Optional[list[str]] = typer.Option(None, "--sample", help="LoCoMo sample id(s), e.g. conv-26; repeatable."),
     sessions: Optional[str] = typer.Option(None, "--sessions", help="LoCoMo session range, e.g. 1-10."),
     limit_docs: Optional[int] = typer.Option(None, "--limit-docs", help="NarrativeQA: first N documents only."),

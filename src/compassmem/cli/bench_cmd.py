@@ -98,9 +98,15 @@ def locomo(data: Path = DataOpt, out: Path = OutOpt,
            top_k: Optional[int] = typer.Option(None, "--top-k", help="CompassMem k (default 5)."),
            db: Optional[str] = typer.Option(None, "--db", help="The memory's database instead of a file in --out, "
                                             "e.g. a postgresql:// URL (not with chunks100).")) -> None:
-    """LoCoMo: categories 1-4 (5 excluded), F1, BLEU-1, evidence recall, cost."""
-    _run("locomo", data, out, samples, sessions, methods, llm, embedder, limit, None, config, base_url, api_key,
+    """LoCoMo-schema conversations (LoCoMo, REALTALK, LoCoMo-Plus, BEAM's converted file) or, with a folder
+    as --data, BEAM chats (`bench beam`): F1, BLEU-1, evidence recall at budgets per category or ability,
+    cost. LoCoMo's category 5 is excluded."""
+    _run("beam" if data.is_dir() else "locomo", data, out, samples, sessions, methods, llm, embedder, limit, None, config, base_url, api_key,
          turns_k, top_k, db)
+
+
+bench_app.command("beam", help="BEAM user↔assistant chats: --data a chat folder or a folder of them (BEAM's "
+                  "100K/); evidence recall at budgets per ability. The options of `bench locomo`.")(locomo)
 
 
 @bench_app.command()
