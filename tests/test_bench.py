@@ -253,3 +253,27 @@ def test_rows_skipped_for_the_window_are_answered_when_a_rerun_has_room(tmp_path
     assert len(again) == 6 and not any(r["skipped"] for r in again)
     assert [r["qid"] for r in again if r["method"] == "bm25_turns"] == [r["qid"] for r in first
                                                                         if r["method"] == "bm25_turns"]
+
+
+def test_pooled_cross_validation_chooses_one_point_for_every_data_set(tmp_path):
+    """Two data sets that disagree: each held-out conversation gets the point best on the macro-average of
+    the others, and the shipped default is the point best on all of them."""
+    import json
+
+    from compassmem.bench.cv import pooled
+
+    def run(name: str, scores: dict[str, list[float]]) -> None:  # conversation -> recall per point
+        out = tmp_path / name
+        out.mkdir()
+        (out / "cv.json").write_text(json.dumps({"grid": {"search.lexical_weight": [0.2, 0.6]}}))
+        for i in range(2):
+            rows = [{"namespace": ns, "recall@1000": v[i]} for ns, v in scores.items()]
+            (out / f"point-{i:03d}.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+
+    run("a", {"a1": [0.5, 0.6], "a2": [0.5, 0.6]})  # prefers 0.6 by 0.1
+    run("b", {"b1": [0.9, 0.1], "b2": [0.9, 0.1]})  # prefers 0.2 by 0.8
+    result = pooled({"a": tmp_path / "a", "b": tmp_path / "b"})
+    assert result["default"]["point"] == {"search.lexical_weight": 0.2}
+    assert result["data_sets"]["a"]["chosen_per_heldout"] == {"a1": {"search.lexical_weight": 0.2},
+                                                             "a2": {"search.lexical_weight": 0.2}}
+    assert result["data_sets"]["a"]["cross_validated"] == 0.5 and result["data_sets"]["b"]["cross_validated"] == 0.9

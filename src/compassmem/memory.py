@@ -234,8 +234,14 @@ class Memory:
         """The whole namespace as a GraphView (inspection, small memories); ask and search load only
         the part a question needs."""
         view = GraphView.load(self.store, validate.namespace_name(namespace))
-        view.lexical_weight = self.settings.search.lexical_weight
+        view.lexical_weight = self.lexical_weight
         return view
+
+    @property
+    def lexical_weight(self) -> float:
+        """BM25's weight beside embedding similarity: the settings', else the embedder's own."""
+        chosen = self.settings.search.lexical_weight
+        return self.embedder.lexical_weight if chosen is None else chosen
 
     def _source(self, namespace: str, filters: Filters | dict | None = None) -> Callable[[list[str], Any], GraphView]:
         """A loader of the part of `namespace` some query texts need (GraphView.around), restricted to the
@@ -257,7 +263,7 @@ class Memory:
 
         def load(texts: list[str], vectors: Any) -> GraphView:
             return GraphView.around(self.store, namespace, texts, vectors, s.candidates, s.candidate_events,
-                                    s.expand_events, s.max_events, s.lexical_weight, allowed, s.neighbour_events)
+                                    s.expand_events, s.max_events, self.lexical_weight, allowed, s.neighbour_events)
         return load
 
     def ask(self, question: str, namespace: str | None = None, *, filters: Filters | dict | None = None,

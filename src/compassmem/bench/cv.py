@@ -12,7 +12,10 @@ from __future__ import annotations
 import itertools
 import json
 from statistics import mean
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 from ..config import Settings
 from ..errors import ConfigError
@@ -124,4 +127,63 @@ def cv_markdown(result: dict) -> str:
                    f" | {pct(m.get('locomo_f1'))} | {pct(m.get('f1'))} |")
     best = result["in_sample_best"]["point"]
     out += ["", f"In-sample best: {', '.join(f'{k}={v}' for k, v in best.items())}.", ""]
+    return "\n".join(out)
+
+
+def pooled(runs: dict[str, "Path"], metric: str = "recall@1000") -> dict:
+    """One setting for every kind of data: leave-one-conversation-out over several `bench cv` runs of the same
+    grid (one per data set). For each held-out conversation, the point chosen is the one with the best
+    macro-average over the data sets of its score on their other conversations (each kind counts the same,
+    however many questions it has); the held-out rows give each data set's cross-validated figure. The
+    point best on all the data is the default to ship."""
+    from pathlib import Path
+
+    loaded: dict[str, list[list[dict]]] = {}
+    grid_points: list[dict[str, Any]] | None = None
+    for name, out in runs.items():
+        out = Path(out)
+        if not (out / "cv.json").is_file():
+            raise ConfigError(f"{out} holds no cv.json: run `compassmem bench cv --out {out}` first")
+        spec = json.loads((out / "cv.json").read_text())
+        these = points(spec["grid"])
+        if grid_points is not None and these != grid_points:
+            raise ConfigError(f"{out} was run with another grid than the first run")
+        grid_points = these
+        loaded[name] = [[json.loads(line) for line in (out / f"point-{i:03d}.jsonl").read_text().splitlines()]
+                        for i in range(len(these))]
+    assert grid_points is not None
+
+    def macro(i: int, leave: tuple[str, str] | None) -> float:
+        return mean(_score([r for r in rows[i] if (name, r["namespace"]) != leave], metric)
+                    for name, rows in loaded.items())
+
+    result: dict[str, Any] = {"metric": metric, "points": grid_points, "data_sets": {}}
+    for name, rows in loaded.items():
+        held_out, chosen = [], {}
+        for ns in sorted({r["namespace"] for r in rows[0]}):
+            best = max(range(len(grid_points)), key=lambda i: (macro(i, (name, ns)), -i))
+            chosen[ns] = grid_points[best]
+            held_out += [r for r in rows[best] if r["namespace"] == ns]
+        result["data_sets"][name] = {"chosen_per_heldout": chosen, "cross_validated": round(_score(held_out, metric), 4),
+                                     "per_point": [round(_score(r, metric), 4) for r in rows]}
+    best = max(range(len(grid_points)), key=lambda i: (macro(i, None), -i))
+    result["default"] = {"point": grid_points[best], "macro": round(macro(best, None), 4)}
+    return result
+
+
+def pooled_markdown(result: dict) -> str:
+    def pct(v: float | None) -> str:
+        return "–" if v is None else f"{100 * v:.2f}"
+
+    names = list(result["data_sets"])
+    labels = [", ".join(f"{k}={v}" for k, v in p.items()) for p in result["points"]]
+    out = [f"One setting for all data, leave-one-conversation-out across {', '.join(names)}, chosen by "
+           f"{result['metric']} (macro-average over the data sets).", "",
+           "| point | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for i, label in enumerate(labels):
+        out.append(f"| {label} | " + " | ".join(pct(result["data_sets"][n]["per_point"][i]) for n in names) + " |")
+    out.append("| **cross-validated** | " + " | ".join(f"**{pct(result['data_sets'][n]['cross_validated'])}**"
+                                                    for n in names) + " |")
+    default = ", ".join(f"{k}={v}" for k, v in result["default"]["point"].items())
+    out += ["", f"Best on all the data (the default to ship): {default}.", ""]
     return "\n".join(out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from contextlib import contextmanager
@@ -209,6 +210,29 @@ def load(out: Path = OutOpt, clients: int = typer.Option(8, "--clients", help="C
             err.print(f"[red]{kind}:[/] {escape(e)}")
     if any(r["errors"] for r in report["endpoints"].values()):
         raise typer.Exit(1)
+
+
+@bench_app.command("cv-pool")
+def cv_pool(runs: list[str] = typer.Argument(..., help="NAME=FOLDER of each `bench cv` run (same grid), e.g. "
+                                             "locomo=bench-out/cv-locomo realtalk=bench-out/cv-realtalk"),
+            out: Path = OutOpt,
+            metric: str = typer.Option("recall@1000", "--metric", help="What is maximised.")) -> None:
+    """One setting for every kind of data: leave-one-conversation-out over several `bench cv` runs, each
+    held-out conversation scored with the point best on the macro-average of all the other conversations.
+    Writes cv-pool.json and cv-pool.md."""
+    from ..bench.cv import pooled, pooled_markdown
+    from ..errors import ConfigError
+
+    pairs = [r.partition("=") for r in runs]
+    if any(not sep or not name or not folder for name, sep, folder in pairs):
+        raise ConfigError("each run is NAME=FOLDER, e.g. locomo=bench-out/cv-locomo")
+    result = pooled({name: Path(folder) for name, _, folder in pairs}, metric)
+    out.mkdir(parents=True, exist_ok=True)
+    command = "compassmem " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    (out / "cv-pool.json").write_text(json.dumps(result, indent=2))
+    text = f"Command: `{command}`\n\n" + pooled_markdown(result)
+    (out / "cv-pool.md").write_text(text)
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 @bench_app.command()

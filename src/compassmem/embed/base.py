@@ -8,6 +8,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ..config import LEXICAL_WEIGHT
+
 
 @runtime_checkable
 class Embedder(Protocol):
@@ -41,6 +43,7 @@ class CachedEmbedder:
         self.inner = inner
         self.name = inner.name
         self.dim = inner.dim
+        self.lexical_weight: float = getattr(inner, "lexical_weight", LEXICAL_WEIGHT)  # see SearchSettings
         self._cache: dict[str, np.ndarray] = {}
         self._max = max_items
         self._lock = threading.Lock()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..config import LEXICAL_WEIGHT
 from ..embed.base import dots
 from ..models import Event, Observation, Relation, Topic
 from ..store import Store
@@ -44,7 +45,7 @@ class GraphView:
     observations: dict[str, Observation] = field(default_factory=dict)
     obs_matrix: np.ndarray | None = None
     obs_event: np.ndarray | None = None  # row of obs_matrix -> row of matrix
-    lexical_weight: float = 0.3
+    lexical_weight: float = LEXICAL_WEIGHT
 
     store: Store | None = None  # where lexical scores come from (the store's full-text index)
 
@@ -59,7 +60,7 @@ class GraphView:
     @classmethod
     def around(cls, store: Store, namespace: str, texts: list[str], vectors: np.ndarray, candidates: int = 100,
                candidate_events: int = 30, expand: int = 20, max_events: int = 120,
-               lexical_weight: float = 0.6, allowed: set[str] | None = None,
+               lexical_weight: float = LEXICAL_WEIGHT, allowed: set[str] | None = None,
                neighbours: int = 10) -> "GraphView":
         """The part of a namespace a question needs, read from the store's indexes. For each query text:
         its `candidates` nearest and `candidates` best-BM25 observations and `candidate_events` nearest
