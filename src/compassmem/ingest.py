@@ -19,7 +19,7 @@ from .errors import InputError
 from .models import Observation
 from .timeutil import iso, parse_date
 
-FORMATS = ("locomo", "narrativeqa", "jsonl", "beam")
+FORMATS = ("locomo", "narrativeqa", "jsonl", "beam", "text", "narrativeqa-full")
 
 
 @dataclass
@@ -245,6 +245,56 @@ def load_narrativeqa(path: Path, sentences_per_step: int = 8, limit_docs: int | 
     return Dataset(steps, questions)
 
 
+def load_text(path: Path) -> Dataset:
+    """A plain-text document (a book, a script, a report) as one namespace named after the file, cut at
+    its own structure (document.py)."""
+    from .document import steps
+
+    title = path.stem
+    return Dataset([StepInput(title, n, obs, None) for n, obs in steps(_read_text(path), title, title)], [])
+
+
+def load_narrativeqa_full(path: Path, samples: list[str] | None = None, limit_docs: int | None = None) -> Dataset:
+    """NarrativeQA on whole books and scripts: `documents.jsonl` ({document_id, kind, title, text, …}; the
+    plot summary is never read) and, beside it, `qa.jsonl` ({document_id, question, answers}). A document
+    is the namespace `nqa-<first 10 characters of its id>`; it has no gold evidence."""
+    from .document import steps
+
+    docs_path = path / "documents.jsonl" if path.is_dir() else path
+    qa_path = docs_path.with_name("qa.jsonl")
+    out: list[StepInput] = []
+    names: dict[str, str] = {}
+    for lineno, line in enumerate(_read_text(docs_path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+            doc_id, title, text = str(doc["document_id"]), str(doc.get("title") or doc["document_id"]), doc["text"]
+        except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
+            raise InputError(f"{docs_path}:{lineno} is not a document {{document_id, title, text}}") from None
+        ns = f"nqa-{doc_id[:10]}"
+        if samples and ns not in samples:
+            continue
+        if limit_docs is not None and len(names) >= limit_docs:
+            break
+        names[doc_id] = ns
+        out += [StepInput(ns, n, obs, None) for n, obs in steps(text, ns, title)]
+    questions: list[QAItem] = []
+    if qa_path.is_file():
+        for lineno, line in enumerate(_read_text(qa_path).splitlines(), 1):
+            try:
+                qa = json.loads(line)
+                doc_id, question, answers = str(qa["document_id"]), str(qa["question"]), qa["answers"]
+            except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
+                raise InputError(f"{qa_path}:{lineno} is not a question {{document_id, question, answers}}") from None
+            if doc_id in names:
+                answers = answers if isinstance(answers, list) else [answers]
+                questions.append(QAItem(names[doc_id], question, [str(a) for a in answers]))
+    if not out:
+        raise InputError(f"no document selected from {docs_path}")
+    return Dataset(out, questions)
+
+
 def load_jsonl(path: Path) -> Dataset:
     """One observation per line: {"namespace", "step", "id", "text", "speaker"?, "time"?, "meta"?}
     (docs/formats.md). Every field is checked here, with the line number in the message."""
@@ -283,4 +333,8 @@ def load(path: str | Path, fmt: str, samples: list[str] | None = None,
         return load_jsonl(p)
     if fmt == "beam":
         return load_beam(p, samples, sessions)
+    if fmt == "text":
+        return load_text(p)
+    if fmt == "narrativeqa-full":
+        return load_narrativeqa_full(p, samples, limit_docs)
     raise InputError(f"unknown format '{fmt}'; expected one of: {', '.join(FORMATS)}")

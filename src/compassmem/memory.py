@@ -134,6 +134,20 @@ class Memory:
                 on_step(item, record)
         return records
 
+    def add_document(self, text: str, namespace: str | None = None, title: str | None = None, *,
+                     user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+                     on_step: Callable[[StepInput, StepRecord], None] | None = None) -> list[StepRecord]:
+        """Add a long document — a book, a script, a report — as a stream of experience: cut at its own
+        chapters, scenes or sections (else at paragraphs), one construction step after another in reading
+        order, paragraphs as observations (document.py). Re-adding the same text resumes: the steps it
+        already holds are skipped. Returns every step's record."""
+        from .document import steps
+
+        namespace = namespace_for(namespace, user_id, agent_id, run_id)
+        title = validate.optional_text(title, "title")
+        return self.ingest(Dataset([StepInput(namespace, n, obs, None) for n, obs in steps(text, namespace, title)],
+                                   []), on_step)
+
     def forget(self, namespace: str | None = None, scan: int = 200, *, user_id: str | None = None,
                agent_id: str | None = None, run_id: str | None = None) -> ForgetReceipt:
         """Delete a namespace and everything derived from it — events, relations, topics, vectors, the

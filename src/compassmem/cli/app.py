@@ -37,7 +37,8 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 def ingest(
     path: Path = typer.Argument(..., help="Input file."),
     db: str = DbOpt,
-    format: str = typer.Option(..., "--format", "-f", help="locomo | narrativeqa | jsonl | beam (a BEAM chat folder)"),
+    format: str = typer.Option(..., "--format", "-f", help="locomo | narrativeqa | jsonl | beam (a BEAM chat folder) | "
+                               "text (a book, script or report) | narrativeqa-full (documents.jsonl + qa.jsonl)"),
     sample: Optional[list[str]] = typer.Option(None, "--sample", help="LoCoMo sample id(s), e.g. conv-26; repeatable."),
     sessions: Optional[str] = typer.Option(None, "--sessions", help="LoCoMo session range, e.g. 1-10."),
     limit_docs: Optional[int] = typer.Option(None, "--limit-docs", help="NarrativeQA: first N documents only."),
@@ -49,7 +50,7 @@ def ingest(
     jsonl: one observation per line, {"namespace", "step", "id", "text", "speaker"?, "time"?, "meta"?};
     locomo: the LoCoMo benchmark file; narrativeqa: {"passage", "question", "answer"} lines.
     Fields, limits and examples: docs/formats.md."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from ..ingest import load
 
@@ -57,7 +58,7 @@ def ingest(
     mem = open_memory(db, llm, embedder, config, base_url, api_key)
     totals = {"new": 0, "merged": 0}
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=False) as bar:
+                  TextColumn("left"), TimeRemainingColumn(), console=err_console, transient=False) as bar:
         task = bar.add_task("ingesting", total=len(dataset.steps))
 
         def advance(item, record) -> None:
