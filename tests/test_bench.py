@@ -277,3 +277,28 @@ def test_pooled_cross_validation_chooses_one_point_for_every_data_set(tmp_path):
     assert result["data_sets"]["a"]["chosen_per_heldout"] == {"a1": {"search.lexical_weight": 0.2},
                                                              "a2": {"search.lexical_weight": 0.2}}
     assert result["data_sets"]["a"]["cross_validated"] == 0.5 and result["data_sets"]["b"]["cross_validated"] == 0.9
+
+
+def test_narrativeqa_on_whole_documents_reports_answer_recall_and_rouge(tmp_path):
+    """bench narrativeqa on a folder of whole documents: every method is scored with ROUGE-L, BLEU-4 and
+    answer recall at each budget (there are no gold spans), with paired differences."""
+    from test_document import BOOK
+
+    folder = tmp_path / "full"
+    folder.mkdir()
+    (folder / "documents.jsonl").write_text(json.dumps({"document_id": "d0000000001", "kind": "gutenberg",
+                                                        "title": "A Small Tale", "text": BOOK}) + "\n")
+    qa = [("Why did Tom leave?", ["Because the mill could not feed them both", "the mill could not feed them"]),
+          ("Where did Tom find work?", ["at the docks", "the docks"]),
+          ("What did Anna do with the letter?", ["burned it", "She burned it"])]
+    (folder / "qa.jsonl").write_text("\n".join(json.dumps({"document_id": "d0000000001", "question": q,
+                                                           "answers": a}) for q, a in qa) + "\n")
+    cfg = BenchConfig(dataset="narrativeqa-full", data=folder, out=tmp_path / "out", embedder="hash",
+                      methods=["compassmem", "bm25_turns", "hybrid_turns"])
+    result = run_benchmark(cfg)
+    assert len(result["rows"]) == 9
+    row = next(r for r in result["rows"] if r["method"] == "compassmem" and r["question"].startswith("Where"))
+    assert row["answer@2000"] == 1.0 and 0 <= row["rouge_l"] <= 1 and 0 <= row["bleu4"] <= 1
+    summary = write_reports(tmp_path / "out", result["rows"], result["timings"], "t", "cmd")
+    assert summary["methods"]["bm25_turns"]["vs_compassmem"]["answer@1000"]["all"] is not None
+    assert "ROUGE-L" in (tmp_path / "out" / "report.md").read_text()

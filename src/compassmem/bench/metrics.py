@@ -19,6 +19,8 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from ..text import content_words
+
 
 def f1_tokens(text: object) -> list[str]:
     s = str(text).lower()
@@ -53,6 +55,46 @@ def bleu1(prediction: object, gold: object) -> float:
     if not pred or not ref:
         return 0.0
     return float(sentence_bleu([ref], pred, weights=(1, 0, 0, 0), smoothing_function=smooth))
+
+
+def bleu4(prediction: object, gold: object) -> float:
+    """NarrativeQA's BLEU-4 (uniform 1-4-gram weights, method1 smoothing), over the same tokens as BLEU-1."""
+    tok, sentence_bleu, smooth = _bleu_tools()
+    pred = tok.tokenize(str(prediction).lower())
+    ref = tok.tokenize(str(gold).lower())
+    if not pred or not ref:
+        return 0.0
+    return float(sentence_bleu([ref], pred, weights=(0.25, 0.25, 0.25, 0.25), smoothing_function=smooth))
+
+
+@lru_cache(maxsize=1)
+def _rouge():
+    from rouge_score import rouge_scorer  # Google's ROUGE-1.5.5 re-implementation, as NarrativeQA papers use
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+
+
+def rouge_l(prediction: object, gold: object) -> float:
+    """ROUGE-L F-measure (longest common subsequence, Porter-stemmed)."""
+    return float(_rouge().score(str(gold), str(prediction))["rougeL"].fmeasure)
+
+
+def answer_recall_at_budget(answers: Iterable[str], ranked_texts: Sequence[tuple[str, int]], budget: int) -> float | None:
+    """Where there are no gold spans (NarrativeQA): 1.0 when every content word of at least one reference
+    answer is inside the first `budget` tokens of the ranked evidence, else 0.0 (None: no answer has a
+    content word). A retrieval measure for documents: did the memory hand over what the answer says?"""
+    wanted = [set(content_words(a)) for a in answers]
+    wanted = [w for w in wanted if w]
+    if not wanted:
+        return None
+    seen: set[str] = set()
+    used = 0
+    for text, tokens in ranked_texts:
+        if used + tokens > budget:
+            break
+        used += tokens
+        seen.update(content_words(text))
+    return float(any(w <= seen for w in wanted))
 
 
 def best_over_references(metric: Callable[[object, object], float], prediction: object, references: Iterable[object]) -> float:

@@ -11,10 +11,12 @@ from typing import Any
 from .metrics import BUDGETS, paired_bootstrap, percentile
 
 RECALLS = [f"recall@{b}" for b in BUDGETS]
+ANSWERS = [f"answer@{b}" for b in BUDGETS]  # answer recall at a budget (NarrativeQA: no gold spans)
+ANSWER_METRICS = ("rouge_l", "bleu4", *ANSWERS)
 # Differences (with paired bootstrap CIs) are reported as each CompassMem mode present minus every other
 # method: in LLM mode `compassmem` is the agentic search and `compassmem_graph` the graph search.
 REFERENCES = ("compassmem", "compassmem_graph")
-DIFF_KEYS = ("f1", RECALLS[1])  # the differences report.md shows; results.json keeps every budget's
+DIFF_KEYS = ("f1", RECALLS[1], "rouge_l", ANSWERS[1])  # the differences report.md shows (those measured)
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}  # LoCoMo's (REALTALK: 3 = inference)
 
@@ -61,6 +63,7 @@ def summarise(rows: list[dict], timings: list[dict]) -> dict[str, Any]:
             "locomo_f1": _avg([r.get("locomo_f1") for r in answered]),
             "evidence_recall": _avg([r["evidence_recall"] for r in answered]),
             **{k: _avg([r.get(k) for r in answered]) for k in RECALLS},
+            **{k: _avg([r.get(k) for r in answered]) for k in ANSWER_METRICS},
             "answers_that_are_questions": sum(str(r["answer"]).rstrip().endswith("?") for r in answered),
             "context_tokens": _avg([r["context_tokens"] for r in answered]),
             "categories": cats,
@@ -115,7 +118,7 @@ def _differences(ref: list[dict], other: list[dict]) -> dict[str, Any]:
     theirs = {r["qid"]: r for r in other if not r["skipped"]}
     pairs = [(r, theirs[r["qid"]]) for r in ref if not r["skipped"] and r["qid"] in theirs]
     out: dict[str, Any] = {}
-    for key in ("f1", *RECALLS):
+    for key in ("f1", *RECALLS, "rouge_l", *ANSWERS):
         groups = {"all": pairs, **{label: [p for p in pairs if group(p[0]) == label]
                                    for label in groups_in([a for a, _ in pairs])}}
         out[key] = {}
@@ -159,6 +162,14 @@ def markdown(summary: dict[str, Any], title: str, command: str) -> str:
             out.append(f"| {n} | " + " | ".join(_fmt(m[n].get(k)) for k in RECALLS) +
                        f" | {_fmt(m[n].get('locomo_f1'))} | {m[n].get('answers_that_are_questions', '–')} |")
     cats = list(dict.fromkeys(c for n in names for c in m[n]["categories"]))
+    if any(m[n].get(ANSWERS[0]) is not None for n in names):
+        out += ["", "NarrativeQA's metrics (max over the reference answers) and answer recall at fixed budgets: the share "
+                "of questions where every content word of a reference answer is inside the first B tokens handed "
+                "over (%):", "", "| method | ROUGE-L | BLEU-1 | BLEU-4 | F1 | " + " | ".join(ANSWERS) + " |",
+                "|---|" + "---|" * (4 + len(ANSWERS))]
+        for n in names:
+            out.append(f"| {n} | {_fmt(m[n].get('rouge_l'))} | {_fmt(m[n].get('bleu1'))} | {_fmt(m[n].get('bleu4'))} | "
+                       f"{_fmt(m[n].get('f1'))} | " + " | ".join(_fmt(m[n].get(k)) for k in ANSWERS) + " |")
     if any(m[n].get("j") is not None for n in names):
         judge = summary.get("judge") or "?"
         out += ["", f"LLM-as-judge accuracy J (%), judge `{judge}` (question, gold answer, answer -> CORRECT / WRONG, "

@@ -19,14 +19,15 @@ from .methods import (ABLATIONS, ALL_METHODS, TURN_BASELINES, BM25Turns, Compass
 from ..search.graph import approx_tokens
 from ..search.responder import evidence_line
 from .judge import read_jsonl
-from .metrics import BUDGETS, best_over_references, bleu1, evidence_recall, locomo_f1, recall_at_budget, token_f1
+from .metrics import (BUDGETS, answer_recall_at_budget, best_over_references, bleu1, bleu4, evidence_recall,
+                      locomo_f1, recall_at_budget, rouge_l, token_f1)
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
 @dataclass
 class BenchConfig:
-    dataset: str  # "locomo" | "beam" | "narrativeqa"
+    dataset: str  # "locomo" | "beam" | "narrativeqa" (summaries) | "narrativeqa-full" (whole documents)
     data: Path
     out: Path
     methods: list[str] = field(default_factory=lambda: list(ALL_METHODS))
@@ -51,7 +52,7 @@ class BenchConfig:
             raise ConfigError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(ALL_METHODS)}")
         if self.db and "chunks100" in self.methods:
             raise ConfigError("chunks100 builds a second memory and cannot share --db; leave it out of --methods")
-        if self.dataset not in ("locomo", "beam", "narrativeqa"):
+        if self.dataset not in ("locomo", "beam", "narrativeqa", "narrativeqa-full"):
             raise ConfigError(f"unknown benchmark dataset '{self.dataset}'")
 
 
@@ -90,6 +91,8 @@ def prepare(cfg: BenchConfig, progress: Progress | None = None) -> tuple[Dataset
     cfg.out.mkdir(parents=True, exist_ok=True)
     if cfg.dataset in ("locomo", "beam"):
         ds = load(cfg.data, cfg.dataset, samples=cfg.samples, sessions=cfg.sessions)
+    elif cfg.dataset == "narrativeqa-full":
+        ds = load(cfg.data, cfg.dataset, samples=cfg.samples, limit_docs=cfg.limit_docs)
     else:
         ds = load(cfg.data, "narrativeqa", limit_docs=cfg.limit_docs)
         if cfg.samples:
@@ -164,9 +167,13 @@ def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Metho
     done = {(r["method"], r["qid"]) for r in kept}
     costs: dict[str, dict[str, int]] = {}
 
+    texts: dict[str, dict[str, str]] = {}
+
     def ranked_with_costs(namespace: str, ids: list[str]) -> list[tuple[str, int]]:
         if namespace not in costs:
-            costs[namespace] = {o.id: approx_tokens(evidence_line(o)) for o in main.store.observations(namespace)}
+            obs = main.store.observations(namespace)
+            costs[namespace] = {o.id: approx_tokens(evidence_line(o)) for o in obs}
+            texts[namespace] = {o.id: evidence_line(o) for o in obs}
         out, used = [], 0
         for oid in ids:
             if used > max(BUDGETS):
@@ -175,6 +182,15 @@ def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Metho
             out.append((oid, tokens))
             used += tokens
         return out
+
+    def answer_metrics(q, r, ranked: list[tuple[str, int]]) -> dict:
+        """NarrativeQA's answer metrics, and answer recall at each budget (no gold spans there)."""
+        if cfg.dataset not in ("narrativeqa", "narrativeqa-full") or r.skipped:
+            return {}
+        lines = [(texts[q.namespace].get(oid, ""), tokens) for oid, tokens in ranked]
+        return {"rouge_l": best_over_references(rouge_l, r.answer, q.answers),
+                "bleu4": best_over_references(bleu4, r.answer, q.answers),
+                **{f"answer@{b}": answer_recall_at_budget(q.answers, lines, b) for b in BUDGETS}}
 
     todo = [(qid, q, m) for qid, q in _questions(ds, cfg.limit) for m in methods if (m.name, qid) not in done]
     previous = None
@@ -206,7 +222,8 @@ def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Metho
                    "gold_evidence": q.evidence, "ranking": [oid for oid, _ in ranked],
                    "context_tokens": r.context_tokens, "llm_calls": r.usage.llm_calls,
                    "prompt_tokens": r.usage.prompt_tokens, "completion_tokens": r.usage.completion_tokens,
-                   "cached_calls": r.usage.cached_calls, "latency_s": round(r.latency_s, 4), "search": r.search}
+                   "cached_calls": r.usage.cached_calls, "latency_s": round(r.latency_s, 4), "search": r.search,
+                   **answer_metrics(q, r, ranked)}
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             if progress:

@@ -158,8 +158,11 @@ def narrativeqa(data: Path = DataOpt, out: Path = OutOpt,
                 api_key: Optional[str] = typer.Option(None, "--api-key"),
                 turns_k: int = typer.Option(10, "--turns-k"),
                 top_k: int = typer.Option(10, "--top-k", help="CompassMem k (paper: 10 on NarrativeQA).")) -> None:
-    """NarrativeQA summaries: F1 / BLEU-1 as the max over reference answers."""
-    _run("narrativeqa", data, out, samples, None, methods, llm, embedder, limit, limit_docs, config, base_url,
+    """NarrativeQA: summaries (a .jsonl of passages) or, with a folder or documents.jsonl, whole books and
+    scripts. F1, BLEU-1, BLEU-4 and ROUGE-L as the max over the reference answers, and answer recall at
+    500 / 1,000 / 2,000 tokens (every content word of a reference answer inside what is handed over)."""
+    full = data.is_dir() or data.name == "documents.jsonl"
+    _run("narrativeqa-full" if full else "narrativeqa", data, out, samples, None, methods, llm, embedder, limit, limit_docs, config, base_url,
          api_key, turns_k, top_k)
 
 
