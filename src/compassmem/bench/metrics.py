@@ -48,23 +48,22 @@ def _bleu_tools():
     return NLTKWordTokenizer(), sentence_bleu, SmoothingFunction().method1
 
 
-def bleu1(prediction: object, gold: object) -> float:
+def _bleu(prediction: object, gold: object, weights: tuple[float, ...]) -> float:
     tok, sentence_bleu, smooth = _bleu_tools()
     pred = tok.tokenize(str(prediction).lower())
     ref = tok.tokenize(str(gold).lower())
     if not pred or not ref:
         return 0.0
-    return float(sentence_bleu([ref], pred, weights=(1, 0, 0, 0), smoothing_function=smooth))
+    return float(sentence_bleu([ref], pred, weights=weights, smoothing_function=smooth))
+
+
+def bleu1(prediction: object, gold: object) -> float:
+    return _bleu(prediction, gold, (1, 0, 0, 0))
 
 
 def bleu4(prediction: object, gold: object) -> float:
     """NarrativeQA's BLEU-4 (uniform 1-4-gram weights, method1 smoothing), over the same tokens as BLEU-1."""
-    tok, sentence_bleu, smooth = _bleu_tools()
-    pred = tok.tokenize(str(prediction).lower())
-    ref = tok.tokenize(str(gold).lower())
-    if not pred or not ref:
-        return 0.0
-    return float(sentence_bleu([ref], pred, weights=(0.25, 0.25, 0.25, 0.25), smoothing_function=smooth))
+    return _bleu(prediction, gold, (0.25, 0.25, 0.25, 0.25))
 
 
 @lru_cache(maxsize=1)
