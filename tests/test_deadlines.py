@@ -190,6 +190,8 @@ def test_a_reply_that_ends_after_the_deadline_is_not_used_or_cached():
 
 MALFORMED = {"choices a string": {"choices": "nope"}, "message null": {"choices": [{"message": None}]},
              "content a number": {"choices": [{"message": {"content": 42}}]},
+             "prompt_tokens a string": {"choices": [{"message": {"content": json.dumps(PLAN)}}],
+                                        "usage": {"prompt_tokens": "many"}},
              "no choices": {"choices": []}}
 
 
@@ -233,8 +235,8 @@ def test_the_cli_turns_a_reply_of_the_wrong_shape_into_one_line_and_exit_2(tmp_p
     assert r.stderr.startswith("error:") and "malformed response body" in r.stderr
 
 
-def test_token_counts_of_the_wrong_type_count_as_zero():
+def test_a_reply_without_token_counts_counts_zero():
     from compassmem.llm.providers import _completion
 
-    reply = json.dumps({"choices": [{"message": {"content": "{}"}}], "usage": {"prompt_tokens": "many"}})
+    reply = json.dumps({"choices": [{"message": {"content": "{}"}}]})
     assert (_completion(reply, 0.1).text, _completion(reply, 0.1).prompt_tokens) == ("{}", 0)

@@ -125,14 +125,19 @@ class OpenAICompatibleProvider:
         return result["reply"]
 
 
-def _tokens(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+def _tokens(usage: dict, key: str) -> int:
+    value = usage.get(key)
+    if value is None:  # servers that do not count tokens leave it out
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TypeError(f"usage.{key} is {type(value).__name__} {str(value)[:20]}")
+    return value
 
 
 def _completion(text: str, latency: float) -> Completion:
     """The reply's text and token counts. A body of another shape (a choices string, a null message, a
-    number for content) is as useless as garbage and handled the same way: retried, then an LLMError.
-    Token counts of the wrong type count as 0: the reply itself is still good."""
+    number for content, a token count that is not a count) is as untrustworthy as garbage and handled the
+    same way: retried, then an LLMError."""
     try:
         data = json.loads(text)
         message = data["choices"][0]["message"]
@@ -141,11 +146,12 @@ def _completion(text: str, latency: float) -> Completion:
         content = message.get("content") or ""
         if not isinstance(content, str):
             raise TypeError(f"content is a {type(content).__name__}")
-    except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
-        raise TransientError(f"malformed response body ({type(exc).__name__}): {text[:200]}") from None
-    usage = data.get("usage") if isinstance(data, dict) else None
-    usage = usage if isinstance(usage, dict) else {}
-    return Completion(content, _tokens(usage.get("prompt_tokens")), _tokens(usage.get("completion_tokens")), latency)
+        usage = data.get("usage") or {}
+        if not isinstance(usage, dict):
+            raise TypeError(f"usage is a {type(usage).__name__}")
+        return Completion(content, _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens"), latency)
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError) as exc:
+        raise TransientError(f"malformed response body ({type(exc).__name__}: {exc}): {text[:200]}") from None
 
 
 class GGUFProvider:
