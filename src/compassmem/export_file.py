@@ -183,14 +183,13 @@ class _Namespace:
     steps: set[int] = field(default_factory=set)
 
 
+@dataclass
 class ImportPlan:
     """A checked export file: its rows (table, {column: value}, vectors as float32 arrays) under the
     namespaces they will be stored as, in dependency order."""
 
-    def __init__(self, names: list[str], rows: list[tuple[str, dict[str, Any]]], embedder: str | None) -> None:
-        self.names = names
-        self.rows = rows
-        self.embedder = embedder
+    names: list[str]
+    rows: list[tuple[str, dict[str, Any]]]
 
 
 def _where(source: str, lineno: int) -> str:
@@ -286,7 +285,7 @@ def read(lines: Iterable[str], source: str, rename: Callable[[str], str] = lambd
             _check_references(ns)
         except ValueError as exc:
             raise InputError(f"{source}: namespace {name[:60]!r}: {exc}") from None
-    return ImportPlan([stored[n] for n in names], rows, made_with)
+    return ImportPlan([stored[n] for n in names], rows)
 
 
 def _check(table: str, values: dict[str, Any], ns: _Namespace, owner: str, target: str) -> None:

@@ -217,12 +217,12 @@ class HybridTurns(_Answering):
 
     def answer(self, namespace: str, question: str) -> MethodResult:
         t0 = time.perf_counter()
-        fused = rrf([self.bm25.rank(namespace, question), self.dense.rank(namespace, question)])
+        lists = [self.bm25.rank(namespace, question), self.dense.rank(namespace, question)]
+        fused = rrf(lists)
         if self.speaker:
             named = set(named_speakers(question, self.memory.store.speakers(namespace)))
             if named:
-                fused = rrf([self.bm25.rank(namespace, question), self.dense.rank(namespace, question),
-                             [o for o in fused if o.speaker in named]])
+                fused = rrf([*lists, [o for o in fused if o.speaker in named]])
         return self.respond(question, fused[:RANKING_DEPTH], t0, hand=self.k)
 
 

@@ -25,8 +25,8 @@ from .base import cache_namespace
 from .impact import LexicalBase
 from .rows import EVENT_COLS, KINDS as _KINDS, OBS_COLS, REL_COLS, KindCalls
 from .sqlite_index import SQLiteIndexes, _unblob
-from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_V3, SCHEMA_VERSION, fts_name, new_token, observation_terms,
-                            statements, upgrade)
+from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_V3, SCHEMA_VERSION, fts_name, immediate, new_token,
+                            observation_terms, statements, upgrade)
 from .sqlite_schema import chunks as _chunks
 from .vectors import IndexPolicy, VectorIndex
 
@@ -66,7 +66,7 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
             self._conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             row = self._create_schema()
             if row is not None and int(row[0]) < SCHEMA_VERSION:
-                upgrade(self._conn, int(row[0]))
+                upgrade(self._conn)
             elif row is not None and int(row[0]) > SCHEMA_VERSION:
                 raise StoreError(f"database {self.path} has schema v{row[0]}, this CompassMem reads "
                                  f"v{SCHEMA_VERSION}; upgrade CompassMem")
@@ -83,8 +83,7 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
         at once each wait their turn, and all but the first find the schema there. Returns the stored
         schema_version row."""
         conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(conn):
             fresh = not conn.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone()
             for sql in statements(SCHEMA):
                 conn.execute(sql)
@@ -93,10 +92,6 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
                 for sql in statements(SCHEMA_V2) + statements(SCHEMA_V3):
                     conn.execute(sql)
                 conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         return row
 
     # ------------------------------------------------------------------ lifecycle

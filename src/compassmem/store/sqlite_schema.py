@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
+from contextlib import contextmanager
 from typing import Iterator
 
 from ..text import index_terms
@@ -126,11 +127,23 @@ def statements(script: str) -> list[str]:
     return [x.strip() for x in script.split(";") if x.strip()]
 
 
-def upgrade(conn: sqlite3.Connection, version: int) -> None:
+@contextmanager
+def immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction on a bare connection (schema work, before the store's own `transaction`
+    exists): BEGIN IMMEDIATE waits for the write lock, so concurrent openers take turns."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def upgrade(conn: sqlite3.Connection) -> None:
     """v1 → v2 → v3 in one transaction: the new column, tables and indexes, then each namespace indexed
     (v2); the history table (v3: events built before it have no history entries)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:  # another process may have upgraded it while this one waited for the lock
+    with immediate(conn):  # the version is read under the lock: another process may have upgraded meanwhile
         version = int(conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
         if version < 2:
             cols = {r[1] for r in conn.execute("PRAGMA table_info(observations)")}
@@ -144,7 +157,3 @@ def upgrade(conn: sqlite3.Connection, version: int) -> None:
             for sql in statements(SCHEMA_V3):
                 conn.execute(sql)
         conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
