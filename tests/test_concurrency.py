@@ -266,3 +266,20 @@ def test_processes_opening_one_new_database_at_once_all_succeed(db_factory, n):
     store = open_store(db)
     assert len(store.meta_items("opened/")) == n
     store.close()
+
+
+def test_a_topic_relabelled_by_keywords_later_in_the_step_is_not_sent_to_the_model():
+    from compassmem.construct.topics import DeferredLabels
+    from compassmem.models import Event
+
+    class Model:
+        def label(self, events):
+            return "model label"
+
+    namer = DeferredLabels(Model())
+    first = Event(id="e1.0", namespace="n", step=1, summary="Ana bakes bread", observation_ids=["a"])
+    second = Event(id="e1.1", namespace="n", step=1, summary="Ben rides bicycles", observation_ids=["b"])
+    namer.label("t0", [first])
+    namer.label("t1", [first])
+    namer.label("t0", [second], model=False)  # a re-clustering past its cap names t0 by keywords
+    assert list(namer.wanted) == ["t1"]

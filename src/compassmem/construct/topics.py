@@ -72,6 +72,8 @@ class DeferredLabels:
     def label(self, topic_id: str, events: list[Event], model: bool = True) -> str:
         if model and self.uses_model:
             self.wanted[topic_id] = list(events)
+        else:  # a later keyword label for the topic (a re-clustering past its model cap) is the last word
+            self.wanted.pop(topic_id, None)
         return KeywordLabeler().label(events)
 
     def name(self, store: Store, namespace: str) -> list[str]:
