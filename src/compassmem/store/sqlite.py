@@ -26,7 +26,7 @@ from .impact import LexicalBase
 from .rows import EVENT_COLS, KINDS as _KINDS, OBS_COLS, REL_COLS, KindCalls
 from .sqlite_index import SQLiteIndexes, _unblob
 from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_V3, SCHEMA_VERSION, fts_name, immediate, new_token,
-                            observation_terms, statements, upgrade)
+                            observation_terms, statements, upgrade, wal_mode)
 from .sqlite_schema import chunks as _chunks
 from .vectors import IndexPolicy, VectorIndex
 
@@ -55,7 +55,7 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
             # done before it takes the lock), so waiting is right and failing at once is not
             self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                          timeout=busy_timeout_s)
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            wal_mode(self._conn, busy_timeout_s)
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA secure_delete=ON")  # deleted text is overwritten, not left in free pages
