@@ -39,6 +39,7 @@ def test_a_beam_chat_is_read_as_sessions_with_its_questions_grouped_by_ability(t
     assert [(q.question, q.evidence, q.group) for q in ds.questions] == [
         ("Which framework do I use?", ["D1:0", "D2:2"], "knowledge_update"),
         ("In what order?", ["D1:0", "D2:2"], "event_ordering")]  # no source ids: abstention is left out
+    assert [q.superseded for q in ds.questions] == [["D1:0"], []]  # the statement the update revises
 
 
 def test_a_folder_that_is_not_beam_is_one_clear_error(tmp_path):

@@ -74,6 +74,8 @@ class SearchSettings(BaseModel):
     event_weight: float = Field(1.0, ge=0, le=5, description="ranking: share of the event's score each of its turns gets")
     relation_weight: float = Field(0.2, ge=0, le=5, description="ranking: relevance carried one hop over typed relations")
     kept_weight: float = Field(0.1, ge=0, le=5, description="ranking: bonus of events the explorers kept")
+    newer_window: int = Field(10, ge=0, le=200, description="newer facts first: the best-ranked observations among which a later restatement by the same person outranks an earlier one, for questions about the present (0: off; leave-one-chat-out on BEAM, docs/benchmarks.md)")
+    newer_margin: float = Field(1.5, ge=0, le=10, description="newer facts first: how far below the earlier statement a later one may score and still be lifted above it")
 
 
 class LLMSettings(BaseModel):

@@ -18,6 +18,7 @@ from . import validate
 from .errors import InputError
 from .models import Observation
 from .timeutil import iso, parse_date
+from .text import sentences
 
 FORMATS = ("locomo", "narrativeqa", "jsonl", "beam", "text", "narrativeqa-full")
 
@@ -38,6 +39,7 @@ class QAItem:
     category: int | None = None
     evidence: list[str] = field(default_factory=list)
     group: str | None = None  # the data set's own label: a BEAM ability, a LoCoMo-Plus relation type
+    superseded: list[str] = field(default_factory=list)  # evidence turns a later one revises (BEAM updates)
 
 
 LOCOMO_PLUS_TYPES = {1: "causal", 2: "state", 3: "goal", 4: "value"}
@@ -137,7 +139,8 @@ def _locomo_samples(data: list[dict], path: Path, samples: list[str] | None,
             if "answer" not in qa or qa.get("category") == 5:  # adversarial: excluded, as in the paper
                 continue
             questions.append(QAItem(ns, str(qa["question"]), [str(qa["answer"])], qa.get("category"),
-                                    [str(e) for e in qa.get("evidence", [])], _group(qa)))
+                                    [str(e) for e in qa.get("evidence", [])], _group(qa),
+                                    [str(e) for e in qa.get("superseded", []) if isinstance(e, (str, int))]))
     if not steps:
         raise InputError(f"no sessions selected from {path}")
     return Dataset(steps, questions)
@@ -185,11 +188,23 @@ def _beam_chat(folder: Path) -> dict:
                                               if i in batch_of))
                 if evidence:
                     qa.append({"question": item["question"], "answer": item.get("answer", ""), "category": 1,
-                               "evidence": evidence, "ability": ability})
+                               "evidence": evidence, "ability": ability,
+                               "superseded": [f"D{batch_of[i]}:{i}" for i in _older(item.get("source_chat_ids"))
+                                              if i in batch_of]})
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(f"{folder} is not a BEAM chat folder (chat.json, probing_questions/): "
                          f"{type(exc).__name__}: {str(exc)[:80]}") from None
     return {"sample_id": f"beam-{folder.name}", "conversation": conv, "qa": qa}
+
+
+OLDER_KEYS = ("original_info", "first_statement")  # BEAM: the statement an update / contradiction revises
+
+
+def _older(ids: Any) -> list[int]:
+    """The source ids of the earlier statement in a knowledge-update or contradiction question."""
+    if not isinstance(ids, dict):
+        return []
+    return [i for key in OLDER_KEYS for i in _flat(ids.get(key))]
 
 
 def load_beam(path: Path, samples: list[str] | None = None, sessions: tuple[int, int] | None = None) -> Dataset:
@@ -207,11 +222,7 @@ def load_beam(path: Path, samples: list[str] | None = None, sessions: tuple[int,
     return _locomo_samples([_beam_chat(f) for f in folders], path, samples, sessions)
 
 
-_SENT = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[A-Z\"'(])")
-
-
-def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENT.split(text.strip()) if s.strip()]
+split_sentences = sentences  # the name tests and callers know
 
 
 def load_narrativeqa(path: Path, sentences_per_step: int = 8, limit_docs: int | None = None) -> Dataset:

@@ -49,3 +49,11 @@ def index_terms(text: str) -> list[str]:
         if t:
             out.append(t)
     return out
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[A-Z\"'(])")
+
+
+def sentences(text: str) -> list[str]:
+    """A text cut after . ! ? followed by a capital or an opening quote (good enough for turns and prose)."""
+    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]

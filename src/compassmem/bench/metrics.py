@@ -180,6 +180,20 @@ def recall_at_budget(gold_ids: Iterable[str], ranked: Sequence[tuple[str, int]],
     return len(gold & seen) / len(gold)
 
 
+def newer_first(gold_ids: Iterable[str], superseded: Iterable[str], ranked: Sequence[str]) -> float | None:
+    """1.0 when the best-ranked turn of the revised statement comes before the best-ranked turn of the
+    statement it revises (BEAM knowledge updates and contradictions), else 0.0; None when nothing is
+    revised. A turn outside the ranking ranks last."""
+    older = set(superseded)
+    newer = set(gold_ids) - older
+    if not older or not newer:
+        return None
+    pos = {oid: i for i, oid in reversed(list(enumerate(ranked)))}
+    last = len(ranked)
+    best_new = min(pos.get(o, last) for o in newer)
+    return float(best_new < min(pos.get(o, last) for o in older))
+
+
 def paired_bootstrap(a: Sequence[float], b: Sequence[float], samples: int = 2000,
                      seed: int = 0) -> tuple[float, float, float]:
     """Mean of a − b over paired questions and its 95 % percentile-bootstrap interval, in points

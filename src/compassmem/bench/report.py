@@ -64,6 +64,8 @@ def summarise(rows: list[dict], timings: list[dict]) -> dict[str, Any]:
             "evidence_recall": _avg([r["evidence_recall"] for r in answered]),
             **{k: _avg([r.get(k) for r in answered]) for k in RECALLS},
             **{k: _avg([r.get(k) for r in answered]) for k in ANSWER_METRICS},
+            "newer_first": _avg([r.get("newer_first") for r in answered]),
+            "newer_first_n": sum(r.get("newer_first") is not None for r in answered),
             "answers_that_are_questions": sum(str(r["answer"]).rstrip().endswith("?") for r in answered),
             "context_tokens": _avg([r["context_tokens"] for r in answered]),
             "categories": cats,
@@ -161,6 +163,12 @@ def markdown(summary: dict[str, Any], title: str, command: str) -> str:
         for n in names:
             out.append(f"| {n} | " + " | ".join(_fmt(m[n].get(k)) for k in RECALLS) +
                        f" | {_fmt(m[n].get('locomo_f1'))} | {m[n].get('answers_that_are_questions', '–')} |")
+    if any(m[n].get("newer_first") is not None for n in names):
+        out += ["", "Newer facts first (%): of the questions whose evidence revises an earlier statement (BEAM's knowledge "
+                "updates and contradictions), the share where the revising turn ranks above the revised one.", "",
+                "| method | questions | newer first |", "|---|---|---|"]
+        for n in names:
+            out.append(f"| {n} | {m[n].get('newer_first_n', 0)} | {_fmt(m[n].get('newer_first'))} |")
     cats = list(dict.fromkeys(c for n in names for c in m[n]["categories"]))
     if any(m[n].get(ANSWERS[0]) is not None for n in names):
         out += ["", "NarrativeQA's metrics (max over the reference answers) and answer recall at fixed budgets: the share "

@@ -20,7 +20,7 @@ from ..search.graph import approx_tokens
 from ..search.responder import evidence_line
 from .judge import read_jsonl
 from .metrics import (BUDGETS, answer_recall_at_budget, best_over_references, bleu1, bleu4, evidence_recall,
-                      locomo_f1, recall_at_budget, rouge_l, token_f1)
+                      locomo_f1, newer_first, recall_at_budget, rouge_l, token_f1)
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -219,6 +219,7 @@ def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Metho
                    **{f"recall@{b}": None if r.skipped else recall_at_budget(q.evidence, ranked, b) for b in BUDGETS},
                    "locomo_f1": None if r.skipped or cfg.dataset != "locomo" or q.category is None
                    else max(locomo_f1(r.answer, g, q.category) for g in q.answers),
+                   "newer_first": None if r.skipped else newer_first(q.evidence, q.superseded, r.ranking or r.observation_ids),
                    "gold_evidence": q.evidence, "ranking": [oid for oid, _ in ranked],
                    "context_tokens": r.context_tokens, "llm_calls": r.usage.llm_calls,
                    "prompt_tokens": r.usage.prompt_tokens, "completion_tokens": r.usage.completion_tokens,

@@ -169,7 +169,8 @@ class SearchEngine:
         qv = self.embedder.embed([query])[0] if qv is None else qv
         own = graph.observation_scores(qv, [query])[:, 0]
         return rank_observations(graph, own, query, kept or [], RankWeights(
-            s.participant_weight, s.event_weight, s.relation_weight if s.use_relations else 0.0, s.kept_weight),
+            s.participant_weight, s.event_weight, s.relation_weight if s.use_relations else 0.0, s.kept_weight,
+            s.newer_window, s.newer_margin),
             limit=max(RANK_DEPTH, max(s.ranking_tokens, s.evidence_tokens) // 4))
 
     def search(self, source: GraphSource, query: str, limit: int = 10) -> list[SearchHit]:

@@ -23,6 +23,7 @@ from ..models import Event, Observation
 from ..store import Store
 from ..timeutil import fmt, from_iso, resolve_in_text
 from ..text import content_words
+from .current import MACHINE_ROLES, about_the_present, states_change
 
 WHEN = re.compile(r"^\s*(when|what (?:year|month|date|day|time)|how long ago|which (?:year|month))\b", re.I)
 WHO_WHERE = re.compile(r"^\s*(who|where)\b", re.I)
@@ -100,17 +101,32 @@ class ExtractiveResponder:
         if WHEN.match(question):
             return self._when(pool, score)
         if WHO_WHERE.match(question):
-            named = self._named(question, pool, score, {o.speaker for o in observations if o.speaker})
+            named = self._named(question, pool, score, {o.speaker for o in observations if o.speaker},
+                                self._current(question, pool, score))
             if named:
                 return named
-        return pool[int(np.argmax(score))].text
+        return pool[self._current(question, pool, score)].text
 
     @staticmethod
-    def _named(question: str, pool: list[Clause], score: np.ndarray, speakers: set[str]) -> str | None:
+    def _current(question: str, pool: list[Clause], score: np.ndarray, near: float = 0.15) -> int:
+        """The best clause, or for a question about the present the latest strong clause of the same
+        speaker that states a change ("I drive a Tesla now" over "I drive a red Toyota"): newer facts
+        win, as in the ranking (search/current.py)."""
+        best = int(np.argmax(score))
+        if not about_the_present(question):
+            return best
+        top = pool[best].source
+        later = [i for i in range(len(pool)) if score[i] >= score[best] - near and pool[i].source.speaker == top.speaker
+                 and (pool[i].source.step, pool[i].source.seq) > (top.step, top.seq)
+                 and (top.speaker or "").lower() not in MACHINE_ROLES and states_change(pool[i].text, question, pool[best].text)]
+        return max(later, key=lambda i: (pool[i].source.step, pool[i].source.seq, score[i])) if later else best
+
+    @staticmethod
+    def _named(question: str, pool: list[Clause], score: np.ndarray, speakers: set[str], first: int) -> str | None:
         """Who/where: the names a strong clause gives that the question does not ("Sam will feed Priya's
-        cat" → "Sam"); None when the strong clauses name nothing new."""
+        cat" → "Sam"), the current clause (`first`) looked at first; None when they name nothing new."""
         asked = question.lower()
-        for i in np.argsort(-score, kind="stable")[:5]:
+        for i in dict.fromkeys([first, *np.argsort(-score, kind="stable")[:5].tolist()]):
             names = [m.group(1) for m in _NAME.finditer(pool[int(i)].text)
                      if m.group(1).lower() not in asked and m.group(1) not in speakers and m.group(1) != "I"]
             if names:

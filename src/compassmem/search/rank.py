@@ -15,7 +15,9 @@ Why each term (measured in docs/benchmarks.md, chosen by leave-one-conversation-
   no words with the question (the answer is often the reply, not the turn that repeats the question);
 - a question about a person is answered by what that person said or did (the event's participants);
 - typed relations carry relevance one hop along the graph (the second hop of a multi-hop question);
-- events the explorers kept are the active search's own judgement.
+- events the explorers kept are the active search's own judgement;
+- for a question about the present, a later restatement of the same thing by the same person outranks
+  the earlier one (search/current.py: newer facts first, the older one stays as history).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .current import newer_first
 from .graph import GraphView
 
 
@@ -34,6 +37,8 @@ class RankWeights:
     event: float = 0.5
     relation: float = 0.2
     kept: float = 0.1
+    newer_window: int = 0  # newer facts first (search/current.py): rows considered, 0 = off
+    newer_margin: float = 0.0
 
 
 def named_participants(graph: GraphView, question: str) -> set[str]:
@@ -62,6 +67,9 @@ def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: li
     if weights.kept and kept:
         event[[graph.index(e) for e in kept]] += weights.kept
     score = own + weights.event * event[graph.obs_event]
+    if weights.newer_window:
+        best = np.argsort(-score, kind="stable")[: weights.newer_window]
+        score = newer_first(graph, question, best, score, weights.newer_window, weights.newer_margin)
     if limit is not None and limit < len(score):
         top = np.argpartition(-score, limit - 1)[:limit]
         order = top[np.lexsort((top, -score[top]))]  # best first; ties in stream order, as a stable sort

@@ -1,0 +1,81 @@
+"""Newer facts first: for a question about the present ("What is my daily quota?", "How many cards are in
+my gallery?"), a later statement of the same person about the same thing outranks the earlier one it
+revises, and the earlier one stays in the ranking as history, just below.
+
+The question says what "the same thing" is: among the best-ranked observations, a later one by the same
+speaker that shares a content word of the question with an earlier one, and scores within `margin`
+below it, is taken to restate it later. Present-tense state questions are about the latest statement;
+a question about the past ("did", "was", "first", "originally", …) keeps the plain ranking.
+
+Measured on BEAM's knowledge-update and contradiction questions (the updated turn ranked above the
+original one), with window and margin chosen by leave-one-chat-out (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..text import index_terms, sentences
+from .graph import GraphView
+
+PAST = re.compile(r"\b(did|was|were|had|used to|originally|initially|at first|first|before|previous(?:ly)?|"
+                  r"earlier|ago|history)\b", re.I)
+# words with which people state a change: "has now reached 165", "increased to 7", "the new deadline"
+REVISION = re.compile(r"\b(now|no longer|anymore|any more|recently|updated?|changed?|switched|increased|decreased|"
+                      r"grown|reached|extended|instead|new|moved|actually|latest|currently|revised|adjusted|"
+                      r"raised|lowered|dropped|upgraded|never)\b", re.I)
+# an assistant's reply repeats the user's words ("now that your API answers in 250 ms…"): it restates no
+# fact of its own, and lifting it pushed the user's statement out of a small budget on BEAM
+MACHINE_ROLES = {"assistant", "system", "tool"}
+_EPS = 1e-4
+SHARED_TERMS = 3  # content words of the question both statements contain (leave-one-chat-out on BEAM),
+# at most a third of the question's own
+
+
+def about_the_present(question: str) -> bool:
+    """False for questions about the past or about how something started, whose answer is not the latest."""
+    return not PAST.search(question)
+
+
+def newer_first(graph: GraphView, question: str, order: np.ndarray, score: np.ndarray, window: int,
+                margin: float) -> np.ndarray:
+    """`score` with each later restatement among the best `window` rows of `order` (rows best first)
+    lifted just above the best earlier statement it revises; later ones above earlier ones among several."""
+    if window <= 0 or not len(order) or not about_the_present(question):
+        return score
+    top = [int(r) for r in order[:window]]
+    obs = [graph.observations[graph.obs_order[r]] for r in top]
+    asked = set(index_terms(question))
+    need = min(SHARED_TERMS, max(1, len(asked) // 3))  # a short question has few words to share
+    shared = [set(index_terms(o.text)) & asked for o in obs]
+    changes = [states_change(o.text, question) for o in obs]
+    when = [(o.step, o.seq) for o in obs]
+    chrono = {r: k for k, r in enumerate(sorted(range(len(top)), key=lambda k: when[k]))}
+    lifts: dict[int, int] = {}  # earlier row -> the latest restatement lifted above it
+    for i, o in enumerate(obs):
+        if not changes[i] or (o.speaker or "").lower() in MACHINE_ROLES:
+            continue
+        best = None
+        for j, p in enumerate(obs):
+            if (j != i and when[j] < when[i] and score[top[i]] <= score[top[j]] <= score[top[i]] + margin
+                    and p.speaker == o.speaker and len(shared[i] & shared[j]) >= need
+                    and (best is None or score[top[j]] > score[top[best]])):
+                best = j
+        if best is not None and (best not in lifts or when[i] > when[lifts[best]]):
+            lifts[best] = i
+    out = score.copy()
+    for j, i in lifts.items():  # the restatement just above the statement it revises, which stays just below
+        out[top[i]] = max(out[top[i]], score[top[j]] + _EPS * (1 + chrono[i]))
+    return out
+
+
+def states_change(text: str, question: str, earlier: str | None = None) -> bool:
+    """Whether a sentence of `text` states a change with words of the question ("I drive a Tesla now"),
+    words it shares with the `earlier` statement when one is given (the same thing, restated)."""
+    asked = set(index_terms(question))
+    need = min(SHARED_TERMS, max(1, len(asked) // 3))
+    if earlier is not None:
+        asked &= set(index_terms(earlier))
+    return any(REVISION.search(x) and len(set(index_terms(x)) & asked) >= need for x in sentences(text))

@@ -1,0 +1,101 @@
+"""Newer facts win, older ones stay visible (issue "What memory users expect", item 1): after "I drive a
+red Toyota" and, weeks later, "I sold the Toyota, I drive a blue Tesla now", a question about the present
+ranks the later statement first and is answered with the new value; a question about the past is not
+touched. The cases (tests/data/revisions.json) are written for this test, each in its own namespace with
+the same small talk around the two statements."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compassmem import Memory
+from compassmem.bench.metrics import newer_first
+from compassmem.config import Settings
+from compassmem.search.current import about_the_present
+
+CASES = json.loads((Path(__file__).parent / "data" / "revisions.json").read_text())
+SMALL_TALK = [("Bob", "How was your weekend?"), ("Alice", "Quiet, I read a book and cooked pasta."),
+              ("Bob", "Nice, I watched a film with my sister."), ("Alice", "Work has been busy but fine."),
+              ("Bob", "Same here, lots of emails.")]
+
+
+def _turns(*pairs: tuple[str, str]) -> list[dict]:
+    return [{"speaker": s, "text": t} for s, t in pairs]
+
+
+def _build(mem: Memory) -> None:
+    for k, case in enumerate(CASES):
+        ns = f"case{k}"
+        mem.add(_turns(("Bob", "Tell me about yourself."), ("Alice", case["original"]), *SMALL_TALK[:3]), ns,
+                step=1, world_time="2024-03-01")
+        mem.add(_turns(*SMALL_TALK), ns, step=2, world_time="2024-04-01")
+        mem.add(_turns(("Bob", "Anything new?"), ("Alice", case["update"]), *SMALL_TALK[3:]), ns,
+                step=3, world_time="2024-05-01")
+
+
+def _position(mem: Memory, ns: str, ranking: list[str], text: str) -> int:
+    texts = [mem.graph(ns).observations[o].text for o in ranking]
+    return texts.index(text) if text in texts else len(texts)
+
+
+@pytest.fixture(scope="module", params=["hash", "minilm"])
+def revised(request, tmp_path_factory):
+    mem = Memory(tmp_path_factory.mktemp("rev") / "m.db", embedder=request.param)
+    _build(mem)
+    yield mem
+    mem.close()
+
+
+def test_the_set_is_big_enough_to_mean_something():
+    assert len(CASES) >= 20
+    assert all(about_the_present(c["question"]) for c in CASES)
+
+
+def test_a_present_question_ranks_the_later_statement_first_and_keeps_the_older_one(revised):
+    late, kept = 0, 0
+    for k, case in enumerate(CASES):
+        a = revised.ask(case["question"], f"case{k}")
+        new, old = (_position(revised, f"case{k}", a.ranking, case[x]) for x in ("update", "original"))
+        late += new < old
+        kept += old < len(a.ranking)  # history: the older statement is still in the ranking
+    assert late == len(CASES)
+    assert kept == len(CASES)
+
+
+def test_a_present_question_is_answered_with_the_new_value(revised):
+    answers = {case["question"]: revised.ask(case["question"], f"case{k}").answer for k, case in enumerate(CASES)}
+    right = [q for q, case in zip(answers, CASES) if case["new"].lower() in answers[q].lower()]
+    # 18 of 22 with the hash embedder, 19 with MiniLM: the offline answerer prefers the later statement
+    # only when it scores within 0.15 of the best clause (wider cost LoCoMo F1, docs/benchmarks.md).
+    # Missed: "How old is Rex?" and "What laptop…?" keep the clause sharing more words with the question
+    # ("three years old", "my laptop is an old ThinkPad"); "When is the meeting?" gets the turn's date
+    assert len(right) >= 18, {q: a for q, a in answers.items() if q not in right}
+
+
+def test_without_the_rule_the_older_statement_often_wins(tmp_path):
+    """The rule does the work: switched off (search.newer_window = 0), most present questions rank the
+    older statement first, because it shares more words with the question."""
+    settings = Settings()
+    settings.search.newer_window = 0
+    mem = Memory(tmp_path / "m.db", embedder="hash", settings=settings)
+    _build(mem)
+    late = sum(_position(mem, f"case{k}", r, c["update"]) < _position(mem, f"case{k}", r, c["original"])
+               for k, c in enumerate(CASES) for r in [mem.ask(c["question"], f"case{k}").ranking])
+    mem.close()
+    assert late <= len(CASES) // 2
+
+
+def test_a_question_about_the_past_keeps_the_plain_ranking():
+    assert not about_the_present("What car did Alice drive before?")
+    assert not about_the_present("What was Alice's first job?")
+    assert about_the_present("How old is Alice's dog?")
+
+
+def test_the_newer_first_metric():
+    assert newer_first(["a", "b"], ["a"], ["b", "x", "a"]) == 1.0
+    assert newer_first(["a", "b"], ["a"], ["a", "b"]) == 0.0
+    assert newer_first(["a", "b"], ["a"], ["x"]) == 0.0  # neither ranked: not newer first
+    assert newer_first(["a", "b"], [], ["a"]) is None  # nothing revised
