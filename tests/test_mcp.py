@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from service_helpers import free_port  # noqa: E402
 
-TOOLS = {"add_memory", "search_memory", "ask_memory", "list_memories", "delete_memory", "forget"}
+TOOLS = {"add", "search", "ask", "list", "get", "history", "update", "delete", "forget", "namespaces", "stats"}
 
 
 def data(result) -> dict:
@@ -33,21 +33,34 @@ async def exercise(session: ClientSession) -> None:
     await session.initialize()
     tools = {t.name: t for t in (await session.list_tools()).tools}
     assert TOOLS <= set(tools) and all(tools[n].description for n in TOOLS)
-    added = data(await session.call_tool("add_memory", {
+    added = data(await session.call_tool("add", {
         "messages": [{"speaker": "Ana", "text": "I adopted a beagle puppy named Luna."},
                      {"speaker": "Ben", "text": "My locker code is 4417-BRAVO, keep it secret."}],
         "namespace": "ana", "world_time": "8 May 2023"}))
     assert added["step"] == 1 and len(added["observation_ids"]) == 2
-    hits = data(await session.call_tool("search_memory", {"query": "beagle puppy", "namespace": "ana"}))["hits"]
+    hits = data(await session.call_tool("search", {"query": "beagle puppy", "namespace": "ana"}))["hits"]
     assert any(o["id"] == added["observation_ids"][0] for h in hits for o in h["observations"])
-    answer = data(await session.call_tool("ask_memory", {"question": "What is the puppy called?", "namespace": "ana"}))
+    answer = data(await session.call_tool("ask", {"question": "What is the puppy called?", "namespace": "ana"}))
     assert answer["answer"] and set(answer["observation_ids"]) <= set(added["observation_ids"])
-    page = data(await session.call_tool("list_memories", {"namespace": "ana"}))
+    page = data(await session.call_tool("list", {"namespace": "ana"}))
     assert page["total"] >= 1 and "ana" in page["namespaces"]
-    receipt = data(await session.call_tool("delete_memory", {"observation_ids": [added["observation_ids"][1]],
+    event = page["items"][0]["id"]
+    assert data(await session.call_tool("get", {"event_id": event, "namespace": "ana"}))["event"]["id"] == event
+    assert data(await session.call_tool("history", {"event_id": event, "namespace": "ana"}))["history"]
+    scoped = data(await session.call_tool("add", {"messages": ["I like rye bread."], "user_id": "kim",
+                                                  "metadata": {"app": "chat"}}))
+    assert scoped["namespace"] == "user:kim"
+    updated = data(await session.call_tool("update", {"observation_id": scoped["observation_ids"][0],
+                                                      "text": "I like sourdough.", "user_id": "kim"}))
+    assert updated["action"] == "update"
+    assert data(await session.call_tool("stats", {"user_id": "kim"}))["observations"] == 1
+    assert "user:kim" in data(await session.call_tool("namespaces", {}))["namespaces"]
+    both = await session.call_tool("list", {"namespace": "ana", "user_id": "kim"})
+    assert both.is_error and "not both" in both.content[0].text
+    receipt = data(await session.call_tool("delete", {"observation_ids": [added["observation_ids"][1]],
                                                             "namespace": "ana"}))
     assert receipt["verified"] and receipt["observation_ids"] == [added["observation_ids"][1]]
-    missing = await session.call_tool("search_memory", {"query": "x", "namespace": "nobody"})
+    missing = await session.call_tool("search", {"query": "x", "namespace": "nobody"})
     assert missing.is_error and "unknown namespace" in missing.content[0].text  # an error, never a silent []
     assert data(await session.call_tool("forget", {"namespace": "ana"}))["verified"]
 

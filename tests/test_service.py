@@ -154,7 +154,11 @@ def test_bad_requests_are_problems_never_server_errors(server):
         problem(c.post("/v1/memories", json={"namespace": "x", "user_id": "y", "messages": ["hi"]}), 400)
         problem(c.post("/v1/memories", json={"messages": ["x" * 300_000]}), 413)
         problem(c.post("/v1/ask", json={"namespace": "misc", "question": "why " * 2000}), 400)
-        problem(c.get("/v1/memories/nope", params={"namespace": "misc"}), 400)
+        problem(c.get("/v1/memories/nope", params={"namespace": "misc"}), 404)  # a missing event: not found
+        problem(c.post("/v1/observations/delete", json={"namespace": "misc", "observation_ids": ["nope"]}), 404)
+        problem(c.get("/v1/memories", params={"namespace": "misc", "user_id": "ana"}), 400)  # both: ambiguous
+        problem(c.get("/v1/memories", params={"user_id": "nobody"}), 404)  # user_id is read, not ignored
+        problem(c.delete("/v1/namespaces"), 400)  # forget names what it forgets
         problem(c.get("/v1/nowhere"), 404)
         problem(c.post("/v1/search", json={"namespace": "misc", "query": "x", "filters": {"since": "soon"}}), 400)
         # NUL characters: PostgreSQL cannot store them; the fuzz once found a 500 there

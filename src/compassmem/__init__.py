@@ -10,16 +10,27 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_EXPORTS = {"Memory": ".memory", "AsyncMemory": ".aio", "Settings": ".config", "Answer": ".models", "Event": ".models",
-            "Observation": ".models", "Relation": ".models", "Topic": ".models", "CompassMemError": ".errors"}
+_EXPORTS = {"Memory": ".memory", "AsyncMemory": ".aio", "Client": ".client", "AsyncClient": ".client",
+            "Settings": ".config",
+            **{name: ".models" for name in ("Answer", "Event", "Observation", "Relation", "Topic", "SearchHit",
+                                             "ObservationHit", "EventDetail", "EventPage", "HistoryEntry",
+                                             "StepRecord", "EditReceipt", "ForgetReceipt", "Filters")},
+            **{name: ".errors" for name in ("CompassMemError", "ConfigError", "InputError", "StepConflict",
+                                             "StoreError", "NotFound", "NamespaceNotFound", "EventNotFound",
+                                             "ObservationNotFound", "LLMError", "LLMUnavailable", "BudgetExceeded",
+                                             "DeadlineExceeded", "ServiceError")}}
 __all__ = list(_EXPORTS)
 
 if TYPE_CHECKING:
     from .aio import AsyncMemory  # noqa: F401
     from .config import Settings  # noqa: F401
-    from .errors import CompassMemError  # noqa: F401
+    from .client import AsyncClient, Client  # noqa: F401
+    from .errors import (BudgetExceeded, CompassMemError, ConfigError, DeadlineExceeded, EventNotFound,  # noqa: F401
+                         InputError, LLMError, LLMUnavailable, NamespaceNotFound, NotFound, ObservationNotFound,
+                         ServiceError, StepConflict, StoreError)
     from .memory import Memory  # noqa: F401
-    from .models import Answer, Event, Observation, Relation, Topic  # noqa: F401
+    from .models import (Answer, EditReceipt, Event, EventDetail, EventPage, Filters, ForgetReceipt,  # noqa: F401
+                         HistoryEntry, Observation, ObservationHit, Relation, SearchHit, StepRecord, Topic)
 
 
 def __getattr__(name: str) -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .memory import Memory
-from .models import Answer, EditReceipt, EventDetail, EventPage, ForgetReceipt, HistoryEntry, SearchHit, StepRecord
+from .models import Answer, EditReceipt, Event, EventDetail, EventPage, ForgetReceipt, HistoryEntry, SearchHit, StepRecord
 
 
 class AsyncMemory:
@@ -23,8 +23,9 @@ class AsyncMemory:
 
     # `scope`: user_id / agent_id / run_id, as for Memory (scope.py)
     async def add(self, observations: Any, namespace: str | None = None, step: int | None = None,
-                  world_time: str | None = None, **scope: str) -> StepRecord:
-        return await asyncio.to_thread(self.sync.add, observations, namespace, step, world_time, **scope)
+                  world_time: str | None = None, **kwargs: Any) -> StepRecord:
+        """kwargs: user_id, agent_id, run_id, metadata."""
+        return await asyncio.to_thread(self.sync.add, observations, namespace, step, world_time, **kwargs)
 
     async def ask(self, question: str, namespace: str | None = None, **kwargs: Any) -> Answer:
         """kwargs: filters, user_id, agent_id, run_id."""
@@ -55,14 +56,25 @@ class AsyncMemory:
     async def export(self, namespace: str | None, path: str | Path) -> int:
         return await asyncio.to_thread(self.sync.export, namespace, path)
 
-    async def import_file(self, path: str | Path) -> list[str]:
-        return await asyncio.to_thread(self.sync.import_file, path)
+    async def import_file(self, path: str | Path, **kwargs: Any) -> list[str]:
+        """kwargs: rename."""
+        return await asyncio.to_thread(self.sync.import_file, path, **kwargs)
 
     async def namespaces(self) -> list[str]:
         return await asyncio.to_thread(self.sync.namespaces)
 
-    async def stats(self, namespace: str) -> dict[str, Any]:
-        return await asyncio.to_thread(self.sync.stats, namespace)
+    async def stats(self, namespace: str | None = None, **scope: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.stats, namespace, **scope)
+
+    async def get_all(self, namespace: str | None = None, **kwargs: Any) -> list[Event]:
+        """kwargs: user_id, agent_id, run_id, limit."""
+        return await asyncio.to_thread(self.sync.get_all, namespace, **kwargs)
+
+    async def delete_all(self, namespace: str | None = None, **scope: str) -> ForgetReceipt:
+        return await asyncio.to_thread(self.sync.delete_all, namespace, **scope)
+
+    async def reset(self) -> list[ForgetReceipt]:
+        return await asyncio.to_thread(self.sync.reset)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)

@@ -29,8 +29,29 @@ class StoreError(CompassMemError):
     """The database cannot be opened or is inconsistent with what was asked."""
 
 
-class NamespaceNotFound(StoreError):
-    pass
+class NotFound(CompassMemError):
+    """Something named by id does not exist (REST: 404). Catch this for any of the three below."""
+
+
+class NamespaceNotFound(NotFound, StoreError):
+    """No memory by that name (REST: 404)."""
+
+
+class EventNotFound(NotFound, InputError):
+    """No event with that id in the namespace (REST: 404)."""
+
+
+class ObservationNotFound(NotFound, InputError):
+    """No observation (turn) with that id in the namespace (REST: 404)."""
+
+
+class ServiceError(CompassMemError):
+    """A CompassMem server answered with an error the library has no type for, or could not be reached
+    (status 0)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"server error {status}: {message}" if status else message)
+        self.status = status
 
 
 class LLMError(CompassMemError):

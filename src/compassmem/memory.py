@@ -13,7 +13,7 @@ from .config import Settings
 from .construct import Constructor
 from .embed import make_embedder
 from . import export_file, validate
-from .errors import ConfigError, InputError, NamespaceNotFound, StepConflict
+from .errors import ConfigError, EventNotFound, InputError, NamespaceNotFound, StepConflict
 from .ingest import Dataset, StepInput
 from .llm import make_llm
 from .construct.edit import Editor
@@ -90,12 +90,15 @@ class Memory:
     # ------------------------------------------------------------------ writing
     def add(self, observations: Iterable[Observation | dict[str, Any] | str] | str | dict[str, Any],
             namespace: str | None = None, step: int | None = None, world_time: str | None = None, *,
-            user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> StepRecord:
+            user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
+            metadata: dict[str, Any] | None = None) -> StepRecord:
         """Add one step of observations (a session, a chunk). A string is one turn; dicts may be
         {'text', 'speaker', 'id', 'time', 'meta'} or mem0-style {'role', 'content'} messages. The
-        memory is `namespace`, or the one user_id / agent_id / run_id name (scope.py)."""
+        memory is `namespace`, or the one user_id / agent_id / run_id name (scope.py). `metadata`
+        (mem0's name) is put on every observation, under each one's own 'meta'; filters match it."""
         namespace = namespace_for(namespace, user_id, agent_id, run_id)
         world_time = validate.world_time(world_time)
+        meta = validate.metadata(metadata)
         if isinstance(observations, (str, dict, Observation)):
             observations = [observations]
         try:
@@ -104,7 +107,7 @@ class Memory:
             raise InputError(f"observations must be a list (or one string / dict), got "
                              f"{type(observations).__name__}") from None
         if step is not None:
-            return self._add_step(namespace, validate.step_number(step), items, world_time)
+            return self._add_step(namespace, validate.step_number(step), items, world_time, meta)
         # No step number: append. The number is reserved under a lock, so concurrent adds in this process
         # never collide; another process may still take the same number first, and then the step is
         # simply built again under the next one (its slow work is redone, nothing is lost).
@@ -113,14 +116,17 @@ class Memory:
                 step = max(self.store.last_step(namespace) or 0, self._appended.get(namespace, 0)) + 1
                 self._appended[namespace] = validate.step_number(step)
             try:
-                return self._add_step(namespace, step, items, world_time)
+                return self._add_step(namespace, step, items, world_time, meta)
             except StepConflict:
                 continue
         raise StepConflict(f"'{namespace}': {APPEND_TRIES} step numbers in a row were taken by other writers "
                            "meanwhile; nothing was written, send the add again", retryable=True)
 
-    def _add_step(self, namespace: str, step: int, items: list, world_time: str | None) -> StepRecord:
+    def _add_step(self, namespace: str, step: int, items: list, world_time: str | None,
+                  meta: dict[str, str] | None = None) -> StepRecord:
         obs = [validate.observation(item, namespace, step, seq, world_time) for seq, item in enumerate(items)]
+        if meta:
+            obs = [o.model_copy(update={"meta": {**meta, **o.meta}}) for o in obs]
         with _working_for(namespace):
             return self.constructor.add_step(namespace, step, obs, world_time)
 
@@ -169,7 +175,8 @@ class Memory:
 
     def delete(self, observation_ids: str | list[str], namespace: str | None = None, *, user_id: str | None = None,
                agent_id: str | None = None, run_id: str | None = None) -> EditReceipt:
-        """Delete observations and everything derived from them: an event left with no source is deleted
+        """Delete observations (or events: an event id stands for all of its observations) and everything
+        derived from them: an event left with no source is deleted
         (with its relations), one that keeps some is re-derived from them; topic membership, vectors,
         full-text rows, history summaries and the namespace's LLM-cache rows follow. The receipt lists
         what was removed and a byte scan of the database files for the deleted text."""
@@ -177,17 +184,33 @@ class Memory:
         ids = [observation_ids] if isinstance(observation_ids, str) else observation_ids
         if not isinstance(ids, list):
             raise InputError(f"observation_ids must be a string or a list of strings, got {type(ids).__name__}")
-        ids = [validate.identifier(i, "observation id") for i in ids]
+        ids = self._turn_ids(namespace, [validate.identifier(i, "observation id") for i in ids])
         with _working_for(namespace):
             return self.editor.delete(namespace, list(dict.fromkeys(ids)))
 
+    def _turn_ids(self, namespace: str, ids: list[str]) -> list[str]:
+        """Observation ids, an event id standing for all of its observations (mem0 deletes a memory by
+        its id; here a memory is an event): an id that names an observation stays one."""
+        found = {o.id for o in self.store.get_observations(namespace, ids)}
+        out: list[str] = []
+        for i in ids:
+            event = None if i in found else self.store.get_event(namespace, i)
+            out += event.observation_ids if event is not None else [i]
+        return out
+
     def update(self, observation_id: str, text: str, namespace: str | None = None, *, user_id: str | None = None,
                agent_id: str | None = None, run_id: str | None = None) -> EditReceipt:
-        """Replace an observation's text and re-derive its event (summary, time, vector, topic), as if it
-        had been ingested that way; the old text is removed from history and cache, then scanned for."""
+        """Replace an observation's text (or that of an event with one observation, by the event's id) and
+        re-derive its event (summary, time, vector, topic), as if it had been ingested that way; the old
+        text is removed from history and cache, then scanned for."""
         namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
         text = validate.text_of(text, "text")
         observation_id = validate.identifier(observation_id, "observation id")
+        turns = self._turn_ids(namespace, [observation_id])
+        if len(turns) > 1:
+            raise InputError(f"event '{observation_id}' has {len(turns)} observations ({', '.join(turns[:5])}); "
+                             "update one of them by its id")
+        observation_id = turns[0]
         with _working_for(namespace):
             return self.editor.update(namespace, observation_id, text)
 
@@ -197,7 +220,7 @@ class Memory:
         namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
         entries = self.store.history(namespace, validate.identifier(event_id, "event id"))
         if not entries:
-            raise InputError(f"no history for event '{event_id}' in namespace '{namespace}' (compassmem list "
+            raise EventNotFound(f"no history for event '{event_id}' in namespace '{namespace}' (compassmem list "
                              "shows the ids; events built before the history table (schema v3) have none)")
         return entries
 
@@ -323,16 +346,32 @@ class Memory:
         namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
         event = self.store.get_event(namespace, validate.identifier(event_id, "event id"))
         if event is None:
-            raise InputError(f"no event '{event_id}' in namespace '{namespace}' (compassmem list shows the ids)")
+            raise EventNotFound(f"no event '{event_id}' in namespace '{namespace}' (compassmem list shows the ids)")
         return EventDetail(event=event, observations=self.store.get_observations(namespace, event.observation_ids),
                            relations=self.store.relations_of(namespace, [event.id]))
 
     def namespaces(self) -> list[str]:
         return self.store.namespaces()
 
-    def stats(self, namespace: str) -> dict[str, Any]:
-        if not self.store.has_namespace(namespace):
-            raise NamespaceNotFound(f"unknown namespace '{namespace}'")
+    # ------------------------------------------------------------------ mem0's names
+    def get_all(self, namespace: str | None = None, *, user_id: str | None = None, agent_id: str | None = None,
+                run_id: str | None = None, limit: int = 100) -> list[Event]:
+        """mem0's get_all: the scope's events (a memory is an event here), the first `limit` in stored order."""
+        return self.list(namespace, 0, limit, user_id=user_id, agent_id=agent_id, run_id=run_id).items
+
+    def delete_all(self, namespace: str | None = None, *, user_id: str | None = None, agent_id: str | None = None,
+                   run_id: str | None = None) -> ForgetReceipt:
+        """mem0's delete_all: every memory of one scope, which must be named (it is `forget`)."""
+        return self.forget(namespace, user_id=user_id, agent_id=agent_id, run_id=run_id)
+
+    def reset(self) -> list[ForgetReceipt]:
+        """mem0's reset: forget every namespace of the database, each with its receipt."""
+        return [self.forget(n) for n in self.store.namespaces()]
+
+    def stats(self, namespace: str | None = None, *, user_id: str | None = None, agent_id: str | None = None,
+              run_id: str | None = None) -> dict[str, Any]:
+        """Counts of observations, events, relations (by type), topics and merges, and construction cost."""
+        namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
         rels = self.store.relations(namespace)
         steps = self.store.steps(namespace)
         return {

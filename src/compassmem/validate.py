@@ -124,6 +124,22 @@ def observation(item: Any, namespace: str, step: int, seq: int, world_time: str 
         raise InputError(f"{where}: {field}: {first['msg']}") from None
 
 
+def metadata(value: Any) -> dict[str, str]:
+    """mem0's `metadata=`: an object of names to strings (numbers and booleans are written as text, since
+    filters match text), put on every observation of the add."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(f"metadata must be an object of string values, got {_describe(value)}")
+    out = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or isinstance(v, (dict, list)) or v is None:
+            raise InputError(f"metadata must be an object of string values; '{str(k)[:40]}' is {_describe(v)}")
+        text = str(v).lower() if isinstance(v, bool) else str(v)
+        out[optional_text(k, "metadata key", MAX_NAME) or ""] = optional_text(text, f"metadata.{k[:40]}", 10_000) or ""
+    return out
+
+
 def output_file(value: Any) -> Path:
     """A file to write: a path whose folder exists and that is not itself a folder."""
     if not isinstance(value, (str, Path)) or not str(value).strip():

@@ -11,8 +11,9 @@ import typer
 from rich.markup import escape
 
 from ..errors import CompassMemError
-from .common import (BaseUrlOpt, ConfigOpt, DbOpt, EMB_HELP, KeyOpt, LlmOpt, MetaOpt, SinceOpt, SpeakerOpt, UntilOpt,
-                     console, err_console, filters_from, open_memory, parse_range)
+from .common import (AgentOpt, BaseUrlOpt, ConfigOpt, DbOpt, EMB_HELP, KeyOpt, LlmOpt, MetaOpt, NsOpt, RunOpt, SinceOpt,
+                     SpeakerOpt, UntilOpt, UserOpt, console, err_console, filters_from, open_memory, parse_range,
+                     scoped)
 
 app = typer.Typer(help="CompassMem: event-centric memory for LLM agents. Build an Event Graph from "
                        "conversations or documents, then ask it questions.",
@@ -81,7 +82,7 @@ def ingest(
 def ask(
     question: str = typer.Argument(..., help="The question."),
     db: str = DbOpt,
-    namespace: str = typer.Option("default", "--namespace", "-n", help="Which memory to search."),
+    namespace: Optional[str] = NsOpt, user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
     llm: str = LlmOpt, config: Optional[Path] = ConfigOpt, base_url: Optional[str] = BaseUrlOpt,
     api_key: Optional[str] = KeyOpt, as_json: bool = typer.Option(False, "--json", help="Print the Answer as JSON."),
     since: Optional[str] = SinceOpt, until: Optional[str] = UntilOpt, speaker: Optional[list[str]] = SpeakerOpt,
@@ -94,7 +95,8 @@ def ask(
     from .render import render_answer
 
     mem = open_memory(db, llm, None, config, base_url, api_key, must_exist=True)
-    answer = mem.ask(question, namespace, filters=filters_from(since, until, speaker, meta), mode=mode)
+    answer = mem.ask(question, scoped(namespace, user_id, agent_id, run_id),
+                     filters=filters_from(since, until, speaker, meta), mode=mode)
     if as_json:
         print(answer.model_dump_json(indent=2))
     else:
@@ -106,7 +108,7 @@ def ask(
 def search(
     query: str = typer.Argument(..., help="What to look for."),
     db: str = DbOpt,
-    namespace: str = typer.Option("default", "--namespace", "-n", help="Which memory to search."),
+    namespace: Optional[str] = NsOpt, user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
     limit: int = typer.Option(10, "--limit", "-k", help="How many events (1-1000)."),
     as_json: bool = typer.Option(False, "--json", help="Print the hits as JSON."),
     since: Optional[str] = SinceOpt, until: Optional[str] = UntilOpt, speaker: Optional[list[str]] = SpeakerOpt,
@@ -116,7 +118,8 @@ def search(
     from .render import render_hits
 
     mem = open_memory(db, must_exist=True)
-    hits = mem.search(query, namespace, limit, filters=filters_from(since, until, speaker, meta))
+    hits = mem.search(query, scoped(namespace, user_id, agent_id, run_id), limit,
+                      filters=filters_from(since, until, speaker, meta))
     if as_json:
         print(json.dumps([h.model_dump() for h in hits], indent=2))
     else:
@@ -128,20 +131,61 @@ def search(
 def stats(
     db: str = DbOpt,
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="One namespace (default: all)."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."), user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
 ) -> None:
     """Counts of observations, events, relations, topics, merges and construction cost."""
     from .render import render_stats
 
     mem = open_memory(db, must_exist=True)
-    names = [namespace] if namespace else mem.namespaces()
+    one = namespace is not None or user_id is not None or agent_id is not None or run_id is not None
+    names = [scoped(namespace, user_id, agent_id, run_id)] if one else mem.namespaces()
     result = [mem.stats(n) for n in names]
     if as_json:
-        print(json.dumps(result[0] if namespace else result, indent=2))
+        print(json.dumps(result[0] if one else result, indent=2))
     else:
         for s in result:
             render_stats(console, s)
+        if not result:  # an empty database: say so, never print nothing
+            console.print(f"{escape(db)} holds no memory yet (add some with `compassmem add` or `compassmem ingest`)")
     mem.close()
+
+
+@app.command()
+def add(
+    texts: list[str] = typer.Argument(..., help="The observations of one step, one argument each ('-': read lines "
+                                     "from standard input)."),
+    db: str = DbOpt, namespace: Optional[str] = NsOpt, user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
+    speaker: Optional[str] = typer.Option(None, "--speaker", help="Who said them."),
+    world_time: Optional[str] = typer.Option(None, "--world-time", help="When it happened, e.g. '8 May 2023'."),
+    step: Optional[int] = typer.Option(None, "--step", help="The step number (default: the next one)."),
+    metadata: Optional[list[str]] = typer.Option(None, "--metadata", help="KEY=VALUE put on every observation; "
+                                                 "repeatable."),
+    embedder: Optional[str] = typer.Option(None, "--embedder", help=EMB_HELP),
+    llm: str = LlmOpt, config: Optional[Path] = ConfigOpt, base_url: Optional[str] = BaseUrlOpt,
+    api_key: Optional[str] = KeyOpt, as_json: bool = typer.Option(False, "--json", help="Print the step record."),
+) -> None:
+    """Add one step of observations (a session, a chunk) to a memory: Memory.add."""
+    if texts == ["-"]:
+        texts = [line.rstrip("\n") for line in sys.stdin if line.strip()]
+    pairs = (filters_from(None, None, None, metadata) or {}).get("meta")
+    items = [{"text": t, "speaker": speaker} if speaker else t for t in texts]
+    mem = open_memory(db, llm, embedder, config, base_url, api_key)
+    record = mem.add(items, scoped(namespace, user_id, agent_id, run_id), step, world_time, metadata=pairs)
+    mem.close()
+    if as_json:
+        print(record.model_dump_json(indent=2))
+    else:
+        console.print(f"[green]✓[/] {escape(record.namespace)} step {record.step}: {record.observations} observations, "
+                      f"{record.events_new} new events, {record.events_merged} merged")
+
+
+@app.command()
+def namespaces(db: str = DbOpt, as_json: bool = typer.Option(False, "--json", help="Print a JSON list.")) -> None:
+    """The namespaces of a database: Memory.namespaces."""
+    mem = open_memory(db, must_exist=True)
+    names = mem.namespaces()
+    mem.close()
+    print(json.dumps(names) if as_json else "\n".join(names))
 
 
 @app.command()

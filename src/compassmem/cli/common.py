@@ -30,6 +30,20 @@ SpeakerOpt = typer.Option(None, "--speaker", help="Only this speaker's observati
 MetaOpt = typer.Option(None, "--meta", help="Only observations whose metadata has KEY=VALUE; repeatable.")
 
 
+UserOpt = typer.Option(None, "--user-id", help="mem0 scope: the user's memory (instead of --namespace).")
+AgentOpt = typer.Option(None, "--agent-id", help="mem0 scope: an agent's memory (with or without --user-id).")
+RunOpt = typer.Option(None, "--run-id", help="mem0 scope: one run's memory.")
+NsOpt = typer.Option(None, "--namespace", "-n", help="Which memory (default: 'default'); or --user-id / "
+                     "--agent-id / --run-id.")
+
+
+def scoped(namespace: str | None, user_id: str | None, agent_id: str | None, run_id: str | None) -> str:
+    """The namespace the options name, as the library's `namespace_for` (scope.py)."""
+    from ..scope import namespace_for
+
+    return namespace_for(namespace, user_id, agent_id, run_id)
+
+
 def filters_from(since: str | None, until: str | None, speaker: list[str] | None,
                  meta: list[str] | None) -> dict | None:
     """The --since/--until/--speaker/--meta options as Memory's `filters` (None when none is given)."""

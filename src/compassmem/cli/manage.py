@@ -10,21 +10,22 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from .common import DbOpt, EMB_HELP, console, err_console, open_memory
+from ..errors import InputError
+from .common import AgentOpt, DbOpt, EMB_HELP, NsOpt, RunOpt, UserOpt, console, err_console, open_memory, scoped
 
-NsOpt = typer.Option("default", "--namespace", "-n", help="Which memory.")
 JsonOpt = typer.Option(False, "--json", help="Print the result as JSON.")
 
 
 def list_events(
-    db: str = DbOpt, namespace: str = NsOpt,
+    db: str = DbOpt, namespace: Optional[str] = NsOpt,
     offset: int = typer.Option(0, "--offset", help="Skip this many events."),
-    limit: int = typer.Option(20, "--limit", help="Events per page (1-1000)."),
+    limit: int = typer.Option(100, "--limit", help="Events per page (1-1000)."),
     as_json: bool = JsonOpt,
+    user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
 ) -> None:
     """A page of a namespace's events (id, time, participants, summary) in the order they were stored."""
     mem = open_memory(db, must_exist=True)
-    page = mem.list(namespace, offset, limit)
+    page = mem.list(scoped(namespace, user_id, agent_id, run_id), offset, limit)
     mem.close()
     if as_json:
         print(page.model_dump_json(indent=2))
@@ -38,11 +39,12 @@ def list_events(
 
 def get(
     event_id: str = typer.Argument(..., help="An event id (see `compassmem list`)."),
-    db: str = DbOpt, namespace: str = NsOpt, as_json: bool = JsonOpt,
+    db: str = DbOpt, namespace: Optional[str] = NsOpt, as_json: bool = JsonOpt,
+    user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
 ) -> None:
     """One event: its summary, time, participants, source turns (with their observation ids) and relations."""
     mem = open_memory(db, must_exist=True)
-    detail = mem.get(event_id, namespace)
+    detail = mem.get(event_id, scoped(namespace, user_id, agent_id, run_id))
     mem.close()
     if as_json:
         print(detail.model_dump_json(indent=2))
@@ -58,11 +60,12 @@ def get(
 
 def history(
     event_id: str = typer.Argument(..., help="An event id (see `compassmem list`)."),
-    db: str = DbOpt, namespace: str = NsOpt, as_json: bool = JsonOpt,
+    db: str = DbOpt, namespace: Optional[str] = NsOpt, as_json: bool = JsonOpt,
+    user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
 ) -> None:
     """What happened to an event, oldest first: created, merged, updated, observations deleted, deleted."""
     mem = open_memory(db, must_exist=True)
-    entries = mem.history(event_id, namespace)
+    entries = mem.history(event_id, scoped(namespace, user_id, agent_id, run_id))
     mem.close()
     if as_json:
         print(json.dumps([h.model_dump() for h in entries], indent=2))
@@ -93,13 +96,15 @@ def _print_scan(receipt, what: str) -> None:
 
 
 def update(
-    observation_id: str = typer.Argument(..., help="An observation id (see `compassmem get EVENT_ID`)."),
+    observation_id: str = typer.Argument(..., help="An observation id (see `compassmem get EVENT_ID`), or the id "
+                                        "of an event with one observation."),
     text: str = typer.Argument(..., help="Its new text."),
-    db: str = DbOpt, namespace: str = NsOpt, as_json: bool = JsonOpt,
+    db: str = DbOpt, namespace: Optional[str] = NsOpt, as_json: bool = JsonOpt,
+    user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
 ) -> None:
     """Replace an observation's text; its event is re-derived and the old text removed everywhere."""
     mem = open_memory(db, must_exist=True)
-    receipt = mem.update(observation_id, text, namespace)
+    receipt = mem.update(observation_id, text, scoped(namespace, user_id, agent_id, run_id))
     mem.close()
     if as_json:
         print(receipt.model_dump_json(indent=2))
@@ -108,12 +113,15 @@ def update(
 
 
 def delete(
-    observation_ids: list[str] = typer.Argument(..., help="One or more observation ids."),
-    db: str = DbOpt, namespace: str = NsOpt,
+    observation_ids: list[str] = typer.Argument(..., help="One or more observation ids, or event ids (all of an "
+                                                "event's observations)."),
+    db: str = DbOpt, namespace: Optional[str] = NsOpt,
     yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation."), as_json: bool = JsonOpt,
+    user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
 ) -> None:
-    """Delete observations and everything derived from them, then scan the database files for their text
-    and print the receipt."""
+    """Delete observations (or events) and everything derived from them, then scan the database files for
+    their text and print the receipt."""
+    namespace = scoped(namespace, user_id, agent_id, run_id)
     mem = open_memory(db, must_exist=True)
     if not yes and not typer.confirm(f"Delete {len(observation_ids)} observation(s) from '{namespace}' in {db}?"):
         raise typer.Exit(1)
@@ -127,11 +135,15 @@ def delete(
 
 def forget(
     db: str = DbOpt,
-    namespace: str = typer.Option(..., "--namespace", "-n", help="The namespace to delete."),
+    namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="The namespace to delete (or a scope)."),
     yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation."),
+    user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
 ) -> None:
     """Delete a namespace and everything derived from it (events, relations, topics, vectors, full-text
     index, cached LLM calls), then scan the database files for its text and print the receipt."""
+    if namespace is None and user_id is None and agent_id is None and run_id is None:
+        raise InputError("name the namespace to forget (--namespace, or --user-id / --agent-id / --run-id)")
+    namespace = scoped(namespace, user_id, agent_id, run_id)
     mem = open_memory(db, must_exist=True)
     if not yes and not typer.confirm(f"Delete namespace '{namespace}' from {db}?"):
         raise typer.Exit(1)

@@ -9,8 +9,10 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
+from .. import validate
 from ..errors import ConfigError
-from .common import BaseUrlOpt, ConfigOpt, DbOpt, EMB_HELP, KeyOpt, LlmOpt, console, is_url, open_memory
+from .common import (AgentOpt, BaseUrlOpt, ConfigOpt, DbOpt, EMB_HELP, KeyOpt, LlmOpt, NsOpt, RunOpt, UserOpt, console,
+                     is_url, open_memory, scoped)
 
 keys_app = typer.Typer(help="API keys for `compassmem serve`: each key is bound to one tenant.", no_args_is_help=True)
 
@@ -53,8 +55,8 @@ def mcp(
     llm: str = LlmOpt, embedder: Optional[str] = typer.Option(None, "--embedder", help=EMB_HELP),
     config: Optional[Path] = ConfigOpt, base_url: Optional[str] = BaseUrlOpt, api_key: Optional[str] = KeyOpt,
 ) -> None:
-    """Serve the memory as MCP tools: add_memory, search_memory, ask_memory, list_memories,
-    delete_memory, forget."""
+    """Serve the memory as MCP tools named as the library's methods: add, search, ask, list, get, history,
+    update, delete, forget, namespaces, stats."""
     _need_server_extra()
     if transport not in ("stdio", "http"):
         raise ConfigError(f"--transport must be stdio or http, not '{transport}'")
@@ -71,7 +73,8 @@ def mcp(
 
 def view(
     db: str = DbOpt,
-    namespace: str = typer.Option("default", "--namespace", "-n", help="Which memory to draw."),
+    namespace: Optional[str] = NsOpt,
+    user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
     out: Path = typer.Option(Path("graph.html"), "--out", "-o", help="The HTML file to write."),
     question: Optional[str] = typer.Option(None, "--question", "-q", help="Also ask this and draw the exploration."),
     llm: str = LlmOpt, config: Optional[Path] = ConfigOpt, base_url: Optional[str] = BaseUrlOpt,
@@ -81,6 +84,8 @@ def view(
     timeline coloured by topic, typed relations, source turns on click, an ask's path highlighted."""
     from ..service.viewer import graph_data, render_html
 
+    out = validate.output_file(out)
+    namespace = scoped(namespace, user_id, agent_id, run_id)
     mem = open_memory(db, llm, None, config, base_url, api_key, must_exist=True)
     answer = mem.ask(question, namespace) if question else None
     data = graph_data(mem, namespace, answer)

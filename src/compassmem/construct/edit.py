@@ -20,7 +20,7 @@ from contextlib import nullcontext
 import numpy as np
 
 from ..embed import l2_normalise
-from ..errors import InputError
+from ..errors import InputError, ObservationNotFound
 from ..models import EditReceipt, Event, EventTime, Observation, Topic, Usage
 from ..timeutil import find_expressions, iso, parse_date, resolve_in_text
 from .pipeline import Constructor
@@ -89,7 +89,7 @@ class Editor:
         found = self.store.get_observations(namespace, ids)
         missing = sorted(set(ids) - {o.id for o in found})
         if missing:
-            raise InputError(f"no observation {', '.join(repr(m) for m in missing[:5])} in namespace '{namespace}' "
+            raise ObservationNotFound(f"no observation {', '.join(repr(m) for m in missing[:5])} in namespace '{namespace}' "
                              "(compassmem get EVENT_ID shows an event's observation ids)")
         return found
 

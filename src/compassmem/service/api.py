@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException
 
 from .. import __version__
 from ..errors import (BudgetExceeded, CompassMemError, DeadlineExceeded, InputError, LLMError, NamespaceNotFound,
-                      StepConflict, StoreError)
+                      NotFound, StepConflict, StoreError)
 from ..config import SearchMode
 from ..memory import Memory
 from ..scope import namespace_for
@@ -49,6 +49,14 @@ class AddRequest(Scope):
         "{'role', 'content'} messages"))
     world_time: str | None = Field(None, max_length=200)
     step: int | None = Field(None, ge=0, le=2**31 - 1)
+    metadata: dict[str, Any] | None = Field(None, description="mem0's metadata: put on every observation's meta")
+
+
+def query_scope(namespace: str | None = Query(None, max_length=200), user_id: str | None = Query(None, max_length=200),
+                agent_id: str | None = Query(None, max_length=200),
+                run_id: str | None = Query(None, max_length=200)) -> Scope:
+    """The scope of a GET or DELETE, from its query: a namespace, or user_id / agent_id / run_id."""
+    return Scope(namespace=namespace, user_id=user_id, agent_id=agent_id, run_id=run_id)
 
 
 class SearchRequest(Scope):
@@ -72,7 +80,8 @@ class DeleteRequest(Scope):
     observation_ids: list[str] = Field(..., min_length=1, max_length=1000)
 
 
-_STATUS = [(NamespaceNotFound, 404, "Not found"), (StepConflict, 409, "Conflict"), (InputError, 400, "Bad input"), (DeadlineExceeded, 504, "Deadline"),
+_STATUS = [(NotFound, 404, "Not found"), (StepConflict, 409, "Conflict"), (InputError, 400, "Bad input"),
+           (DeadlineExceeded, 504, "Deadline"),
            (BudgetExceeded, 429, "Budget exceeded"), (LLMError, 502, "Model error"), (StoreError, 503, "Store busy"),
            (CompassMemError, 400, "Bad request")]
 
@@ -175,7 +184,8 @@ def create_app(memory: Memory, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
     @app.post("/v1/memories", tags=["memories"])
     def add(body: AddRequest, t: Tenant = Depends(authed)) -> dict:
         """Add one step of observations (a session, a chunk); the Event Graph grows incrementally."""
-        return t.public(memory.add(body.messages, t.namespace(body), body.step, body.world_time))
+        return t.public(memory.add(body.messages, t.namespace(body), body.step, body.world_time,
+                                   metadata=body.metadata))
 
     @app.post("/v1/search", tags=["memories"])
     def search(body: SearchRequest, t: Tenant = Depends(authed)) -> list[dict]:
@@ -188,21 +198,20 @@ def create_app(memory: Memory, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
         return t.public(memory.ask(body.question, known(t, t.namespace(body)), filters=body.filters, mode=body.mode))
 
     @app.get("/v1/memories", tags=["memories"])
-    def list_events(namespace: str = Query("default", max_length=200), offset: int = Query(0, ge=0, le=2**31),
+    def list_events(scope: Scope = Depends(query_scope), offset: int = Query(0, ge=0, le=2**31),
                     limit: int = Query(100, ge=1, le=1000), t: Tenant = Depends(authed)) -> dict:
         """A page of the namespace's events in stored order."""
-        return t.public(memory.list(known(t, t.namespace(namespace=namespace)), offset, limit))
+        return t.public(memory.list(known(t, t.namespace(scope)), offset, limit))
 
     @app.get("/v1/memories/{event_id}", tags=["memories"])
-    def get(event_id: str, namespace: str = Query("default", max_length=200), t: Tenant = Depends(authed)) -> dict:
+    def get(event_id: str, scope: Scope = Depends(query_scope), t: Tenant = Depends(authed)) -> dict:
         """One event with its source observations and typed relations."""
-        return t.public(memory.get(event_id, known(t, t.namespace(namespace=namespace))))
+        return t.public(memory.get(event_id, known(t, t.namespace(scope))))
 
     @app.get("/v1/memories/{event_id}/history", tags=["memories"])
-    def history(event_id: str, namespace: str = Query("default", max_length=200),
-                t: Tenant = Depends(authed)) -> list[dict]:
+    def history(event_id: str, scope: Scope = Depends(query_scope), t: Tenant = Depends(authed)) -> list[dict]:
         """What happened to an event: created, merged, updated, observations deleted, deleted."""
-        return t.public(memory.history(event_id, known(t, t.namespace(namespace=namespace))))
+        return t.public(memory.history(event_id, known(t, t.namespace(scope))))
 
     @app.put("/v1/observations/{observation_id}", tags=["edit"])
     def update(observation_id: str, body: UpdateRequest, t: Tenant = Depends(authed)) -> dict:
@@ -215,9 +224,11 @@ def create_app(memory: Memory, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
         return t.public(memory.delete(body.observation_ids, known(t, t.namespace(body))))
 
     @app.delete("/v1/namespaces", tags=["edit"])
-    def forget(namespace: str = Query(..., max_length=200), t: Tenant = Depends(authed)) -> dict:
-        """Forget a whole namespace; returns the receipt."""
-        return t.public(memory.forget(known(t, t.namespace(namespace=namespace))))
+    def forget(scope: Scope = Depends(query_scope), t: Tenant = Depends(authed)) -> dict:
+        """Forget a whole namespace (named, or user_id / agent_id / run_id); returns the receipt."""
+        if not any((scope.namespace, scope.user_id, scope.agent_id, scope.run_id)):
+            raise InputError("forget needs a namespace (or user_id / agent_id / run_id)")
+        return t.public(memory.forget(known(t, t.namespace(scope))))
 
     @app.get("/v1/namespaces", tags=["memories"])
     def namespaces(t: Tenant = Depends(authed)) -> list[str]:
@@ -225,18 +236,18 @@ def create_app(memory: Memory, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
         return [n[len(t.prefix):] for n in memory.namespaces() if n.startswith(t.prefix)]
 
     @app.get("/v1/stats", tags=["memories"])
-    def stats(namespace: str = Query("default", max_length=200), t: Tenant = Depends(authed)) -> dict:
+    def stats(scope: Scope = Depends(query_scope), t: Tenant = Depends(authed)) -> dict:
         """Counts of observations, events, relations, topics, merges and construction cost."""
-        return t.public(memory.stats(known(t, t.namespace(namespace=namespace))))
+        return t.public(memory.stats(known(t, t.namespace(scope))))
 
     @app.get("/v1/graph", tags=["viewer"])
-    def graph(namespace: str = Query("default", max_length=200), question: str | None = Query(None, max_length=10_000),
+    def graph(scope: Scope = Depends(query_scope), question: str | None = Query(None, max_length=10_000),
               limit: int = Query(MAX_EVENTS, ge=1, le=MAX_EVENTS), t: Tenant = Depends(authed)) -> dict:
         """What the viewer draws: the namespace's latest `limit` events, their relations and topics; with a
         question, the ask's exploration path and evidence too."""
-        stored = known(t, t.namespace(namespace=namespace))
+        stored = known(t, t.namespace(scope))
         answer = memory.ask(question, stored) if question else None
-        return t.public(graph_data(memory, stored, answer, limit, public_namespace=namespace))
+        return t.public(graph_data(memory, stored, answer, limit, public_namespace=stored[len(t.prefix):]))
 
     @app.get("/viewer", tags=["viewer"], response_class=HTMLResponse)
     def viewer() -> str:
@@ -244,14 +255,14 @@ def create_app(memory: Memory, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
         return service_page()
 
     @app.get("/v1/export", tags=["edit"], response_class=PlainTextResponse)
-    def export(namespace: str = Query("default", max_length=200), t: Tenant = Depends(authed)) -> Response:
+    def export(scope: Scope = Depends(query_scope), t: Tenant = Depends(authed)) -> Response:
         """The namespace as export JSONL (docs/formats.md); POST it to /v1/import to restore it."""
         import tempfile
         from pathlib import Path
 
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "export.jsonl"
-            memory.export(known(t, t.namespace(namespace=namespace)), path)
+            memory.export(known(t, t.namespace(scope)), path)
             return Response(path.read_bytes(), media_type="application/x-ndjson")
 
     @app.post("/v1/import", tags=["edit"])
