@@ -66,8 +66,14 @@ def test_memory_and_client_behave_alike(api):
     assert f"user:{user}" in api.namespaces()
     assert api.stats(user_id=user)["observations"] == 2
 
+    api.add("Planner note: book the vet for Luna.", user_id=user, agent_id="planner")
+    covered = api.search("vet Luna", user_id=user)  # a user's scope covers their agents when read
+    assert covered and covered[0].namespace == f"user:{user}/agent:planner"
+    assert {e.namespace for e in api.get_all(user_id=user)} == {f"user:{user}", f"user:{user}/agent:planner"}
+    with pytest.raises(NamespaceNotFound):  # writes and exact reads stay exact
+        api.list(f"user:{user}/agent:nobody")
     gone = api.delete_all(user_id=user)
-    assert isinstance(gone, ForgetReceipt) and gone.verified
+    assert len(gone) == 2 and all(isinstance(g, ForgetReceipt) and g.verified for g in gone)
     with pytest.raises(NotFound):
         api.list(user_id=user)
 

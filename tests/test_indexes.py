@@ -176,7 +176,7 @@ def test_forget_leaves_the_text_nowhere_and_says_what_it_removed(tmp_path):
     with Memory(db, embedder="hash") as mem:
         mem.add([marker, "Ben painted the boat", "the tide came in slowly that evening"], namespace="secret")
         mem.add(["an unrelated turn about cooking paella"], namespace="other")
-        token = cache_namespace.set("secret")  # as an LLM call made for this namespace would
+        token = cache_namespace.set(("secret",))  # as an LLM call made for this namespace would
         mem.store.cache_put("k1", f'{{"summary": "{marker}"}}')
         cache_namespace.reset(token)
         mem.store.cache_put("k2", '{"summary": "kept"}')

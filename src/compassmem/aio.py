@@ -70,7 +70,7 @@ class AsyncMemory:
         """kwargs: user_id, agent_id, run_id, limit."""
         return await asyncio.to_thread(self.sync.get_all, namespace, **kwargs)
 
-    async def delete_all(self, namespace: str | None = None, **scope: str) -> ForgetReceipt:
+    async def delete_all(self, namespace: str | None = None, **scope: str) -> list[ForgetReceipt]:
         return await asyncio.to_thread(self.sync.delete_all, namespace, **scope)
 
     async def reset(self) -> list[ForgetReceipt]:

@@ -23,6 +23,7 @@ import httpx
 from pydantic import TypeAdapter
 
 from . import validate
+from .scope import covered, namespace_for
 from .errors import (BudgetExceeded, CompassMemError, ConfigError, DeadlineExceeded, EventNotFound, InputError,
                      LLMError, NamespaceNotFound, NotFound, ObservationNotFound, ServiceError, StepConflict,
                      StoreError)
@@ -190,10 +191,17 @@ def get_all(namespace: str | None = None, *, user_id: str | None = None, agent_i
     return call
 
 
-def delete_all(namespace: str | None = None, *, user_id: str | None = None, agent_id: str | None = None,
-               run_id: str | None = None) -> _Call:
-    """mem0's delete_all: forget one named scope (Memory.delete_all)."""
-    return forget(namespace, user_id=user_id, agent_id=agent_id, run_id=run_id)
+def _under(names: list[str], namespace: str | None, user_id: str | None, agent_id: str | None,
+           run_id: str | None) -> list[str]:
+    """delete_all's namespaces: the named scope and those under it (Memory._reading)."""
+    if namespace is None and user_id is None and agent_id is None and run_id is None:
+        raise InputError("delete_all needs a namespace (or user_id / agent_id / run_id)")
+    base = namespace_for(namespace, user_id, agent_id, run_id)
+    ids = any(x is not None for x in (user_id, agent_id, run_id))
+    found = covered(names, base) if ids else [n for n in names if n == base]
+    if not found:
+        raise NamespaceNotFound(f"unknown namespace '{base}'")
+    return found
 
 
 def _segment(value: str) -> str:
@@ -203,7 +211,7 @@ def _segment(value: str) -> str:
 
 _API = {"add": add, "search": search, "ask": ask, "list": list_, "get": get, "history": history, "update": update,
         "delete": delete, "forget": forget, "namespaces": namespaces, "stats": stats, "export": export,
-        "import_file": import_file, "get_all": get_all, "delete_all": delete_all}
+        "import_file": import_file, "get_all": get_all}
 
 
 def _headers(api_key: str | None) -> dict[str, str]:
@@ -231,6 +239,11 @@ class Client:
         except httpx.HTTPError as exc:
             raise ServiceError(0, f"cannot reach {self._http.base_url}: {exc}") from None
         return call.read(_checked(response))
+
+    def delete_all(self, namespace: str | None = None, *, user_id: str | None = None, agent_id: str | None = None,
+                   run_id: str | None = None) -> list[ForgetReceipt]:
+        """mem0's delete_all: forget a named scope and the namespaces under it (Memory.delete_all)."""
+        return [self.forget(n) for n in _under(self.namespaces(), namespace, user_id, agent_id, run_id)]
 
     def reset(self) -> list[ForgetReceipt]:
         """mem0's reset: forget every namespace of the key's tenant."""
@@ -261,6 +274,11 @@ class AsyncClient:
         except httpx.HTTPError as exc:
             raise ServiceError(0, f"cannot reach {self._http.base_url}: {exc}") from None
         return call.read(_checked(response))
+
+    async def delete_all(self, namespace: str | None = None, *, user_id: str | None = None,
+                         agent_id: str | None = None, run_id: str | None = None) -> list[ForgetReceipt]:
+        """mem0's delete_all: forget a named scope and the namespaces under it (Memory.delete_all)."""
+        return [await self.forget(n) for n in _under(await self.namespaces(), namespace, user_id, agent_id, run_id)]
 
     async def reset(self) -> list[ForgetReceipt]:
         """mem0's reset: forget every namespace of the key's tenant."""

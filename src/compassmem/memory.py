@@ -23,7 +23,7 @@ from .roles import construction_roles, search_roles
 from .search.engine import SearchEngine
 from .search.graph import GraphView
 from .store import Store, open_store
-from .scope import namespace_for
+from .scope import covered, namespace_for
 from .store.base import cache_namespace, require_namespace
 
 
@@ -31,9 +31,9 @@ APPEND_TRIES = 50  # an add without a step number, against other processes appen
 
 
 @contextmanager
-def _working_for(namespace: str) -> Iterator[None]:
-    """Tag the LLM-cache rows written or replayed meanwhile with the namespace (see Memory.forget)."""
-    token = cache_namespace.set(namespace)
+def _working_for(*namespaces: str) -> Iterator[None]:
+    """Tag the LLM-cache rows written or replayed meanwhile with the namespaces (see Memory.forget)."""
+    token = cache_namespace.set(namespaces)
     try:
         yield
     finally:
@@ -215,10 +215,13 @@ class Memory:
             return self.editor.update(namespace, observation_id, text)
 
     def history(self, event_id: str, namespace: str | None = None, *, user_id: str | None = None,
-                agent_id: str | None = None, run_id: str | None = None) -> list[HistoryEntry]:
+                agent_id: str | None = None, run_id: str | None = None,
+                nested: bool | None = None) -> list[HistoryEntry]:
         """What happened to an event, oldest first: created, merged, updated, observations deleted, deleted."""
-        namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
-        entries = self.store.history(namespace, validate.identifier(event_id, "event id"))
+        names = self._reading(namespace, user_id, agent_id, run_id, nested)
+        event_id = validate.identifier(event_id, "event id")
+        namespace = next((n for n in names if self.store.history(n, event_id)), names[0])
+        entries = self.store.history(namespace, event_id)
         if not entries:
             raise EventNotFound(f"no history for event '{event_id}' in namespace '{namespace}' (compassmem list "
                              "shows the ids; events built before the history table (schema v3) have none)")
@@ -303,52 +306,99 @@ class Memory:
                                     s.expand_events, s.max_events, self.lexical_weight, allowed, s.neighbour_events)
         return load
 
+    def _reading(self, namespace: str | None, user_id: str | None, agent_id: str | None, run_id: str | None,
+                 nested: bool | None) -> list[str]:
+        """The namespaces a read covers, as mem0 users expect: the one named and, when it is named by
+        user_id / agent_id / run_id (or `nested` is True), every namespace under it — user:ana covers
+        user:ana/agent:planner and user:ana/run:r7. Writes stay exact. NamespaceNotFound when none exists."""
+        base = namespace_for(namespace, user_id, agent_id, run_id)
+        if nested is None:
+            nested = any(x is not None for x in (user_id, agent_id, run_id))
+        names = covered(self.store.namespaces(), base) if nested else [base]
+        names = [n for n in names if self.store.has_namespace(n)]
+        if not names:
+            require_namespace(self.store, base)
+        return names
+
+    def _sources(self, names: list[str], filters: Filters | dict | None) -> list[Callable[[list[str], Any], GraphView]]:
+        """A loader per namespace; with filters, those of the namespaces where something passes them (an
+        error only when nothing passes anywhere)."""
+        sources, first_error = [], None
+        for name in names:
+            try:
+                sources.append(self._source(name, filters))
+            except InputError as exc:
+                first_error = first_error or exc
+        if not sources and first_error is not None:
+            raise first_error
+        return sources
+
     def ask(self, question: str, namespace: str | None = None, *, filters: Filters | dict | None = None,
             user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
-            mode: str | None = None) -> Answer:
+            mode: str | None = None, nested: bool | None = None) -> Answer:
         """Answer by actively searching the namespace's Event Graph (only the observations that pass
-        `filters`: {'since', 'until', 'speaker', 'meta'}, see models.Filters). `mode`: 'agentic' or
-        'graph' for this call (default: settings.search.mode; it matters only with an LLM)."""
+        `filters`: {'since', 'until', 'speaker', 'meta'}, see models.Filters); a scope covers the
+        namespaces under it (`_reading`), and the evidence of all of them is ranked together. `mode`:
+        'agentic' or 'graph' for this call (default: settings.search.mode; it matters only with an LLM)."""
         question = validate.question(question, self.settings.search.max_question_chars)
         engine = self._engine(validate.search_mode(mode)) if mode is not None else self.engine
-        namespace = namespace_for(namespace, user_id, agent_id, run_id)
-        with _working_for(namespace):
-            return engine.ask(self._source(namespace, filters), question)
+        names = self._reading(namespace, user_id, agent_id, run_id, nested)
+        with _working_for(*names):
+            answer = engine.ask(self._sources(names, filters), question)
+        answer.namespace = namespace_for(namespace, user_id, agent_id, run_id)
+        return answer
 
     def search(self, query: str, namespace: str | None = None, limit: int = 10, *,
                filters: Filters | dict | None = None, user_id: str | None = None, agent_id: str | None = None,
-               run_id: str | None = None) -> list[SearchHit]:
+               run_id: str | None = None, nested: bool | None = None) -> list[SearchHit]:
         """Events ranked for a query, with their matching observations, scores and times, and no answer:
-        for agents that answer themselves. Makes no LLM call, whatever model is configured."""
+        for agents that answer themselves; over every namespace a scope covers, best first (each hit names
+        its namespace). Makes no LLM call, whatever model is configured."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InputError(f"limit must be an integer from 1 to 1000, got {limit!r}")
         query = validate.question(query, self.settings.search.max_question_chars)
-        return self.engine.search(self._source(namespace_for(namespace, user_id, agent_id, run_id), filters),
-                                  query, limit)
+        names = self._reading(namespace, user_id, agent_id, run_id, nested)
+        hits = [h for src in self._sources(names, filters) for h in self.engine.search(src, query, limit)]
+        return sorted(hits, key=lambda h: -h.score)[:limit] if len(names) > 1 else hits
 
     def events(self, namespace: str = "default") -> list[Event]:
         return self.store.events(namespace)
 
     def list(self, namespace: str | None = None, offset: int = 0, limit: int = 100, *, user_id: str | None = None,
-             agent_id: str | None = None, run_id: str | None = None) -> EventPage:
-        """A page of the namespace's events in the order they were stored."""
-        namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
+             agent_id: str | None = None, run_id: str | None = None, nested: bool | None = None) -> EventPage:
+        """A page of the namespace's events in the order they were stored; a scope's page runs through the
+        namespaces it covers one after another (each event names its namespace)."""
         for name, value, low in (("offset", offset, 0), ("limit", limit, 1)):
             high = 1000 if name == "limit" else validate.MAX_OFFSET
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise InputError(f"{name} must be an integer from {low} to {high}, got {str(value)[:40]}")
-        return EventPage(namespace=namespace, offset=offset, limit=limit, total=self.store.event_count(namespace),
-                         items=self.store.events(namespace, offset, limit))
+        names = self._reading(namespace, user_id, agent_id, run_id, nested)
+        counts = [self.store.event_count(n) for n in names]
+        items: list[Event] = []
+        skip = offset
+        for name, count in zip(names, counts):
+            if skip >= count:
+                skip -= count
+                continue
+            items += self.store.events(name, skip, limit - len(items))
+            skip = 0
+            if len(items) >= limit:
+                break
+        return EventPage(namespace=namespace_for(namespace, user_id, agent_id, run_id), offset=offset, limit=limit,
+                         total=sum(counts), items=items)
 
     def get(self, event_id: str, namespace: str | None = None, *, user_id: str | None = None,
-            agent_id: str | None = None, run_id: str | None = None) -> EventDetail:
-        """One event with its source observations and the typed relations that touch it."""
-        namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
-        event = self.store.get_event(namespace, validate.identifier(event_id, "event id"))
-        if event is None:
-            raise EventNotFound(f"no event '{event_id}' in namespace '{namespace}' (compassmem list shows the ids)")
-        return EventDetail(event=event, observations=self.store.get_observations(namespace, event.observation_ids),
-                           relations=self.store.relations_of(namespace, [event.id]))
+            agent_id: str | None = None, run_id: str | None = None, nested: bool | None = None) -> EventDetail:
+        """One event with its source observations and the typed relations that touch it (in a scope: the
+        first namespace it covers that holds the id, the scope's own first)."""
+        names = self._reading(namespace, user_id, agent_id, run_id, nested)
+        event_id = validate.identifier(event_id, "event id")
+        for name in names:
+            event = self.store.get_event(name, event_id)
+            if event is not None:
+                return EventDetail(event=event, observations=self.store.get_observations(name, event.observation_ids),
+                                   relations=self.store.relations_of(name, [event.id]))
+        raise EventNotFound(f"no event '{event_id}' in namespace '{', '.join(names)}' (compassmem list shows the ids)")
 
     def namespaces(self) -> list[str]:
         return self.store.namespaces()
@@ -356,13 +406,17 @@ class Memory:
     # ------------------------------------------------------------------ mem0's names
     def get_all(self, namespace: str | None = None, *, user_id: str | None = None, agent_id: str | None = None,
                 run_id: str | None = None, limit: int = 100) -> list[Event]:
-        """mem0's get_all: the scope's events (a memory is an event here), the first `limit` in stored order."""
+        """mem0's get_all: the scope's events (a memory is an event here; a user's include their agents' and
+        runs'), the first `limit` in stored order."""
         return self.list(namespace, 0, limit, user_id=user_id, agent_id=agent_id, run_id=run_id).items
 
     def delete_all(self, namespace: str | None = None, *, user_id: str | None = None, agent_id: str | None = None,
-                   run_id: str | None = None) -> ForgetReceipt:
-        """mem0's delete_all: every memory of one scope, which must be named (it is `forget`)."""
-        return self.forget(namespace, user_id=user_id, agent_id=agent_id, run_id=run_id)
+                   run_id: str | None = None) -> list[ForgetReceipt]:
+        """mem0's delete_all: every memory of one named scope, the namespaces under it included (a user's
+        agents and runs), each forgotten with its receipt."""
+        if namespace is None and user_id is None and agent_id is None and run_id is None:
+            raise InputError("delete_all needs a namespace (or user_id / agent_id / run_id)")
+        return [self.forget(n) for n in self._reading(namespace, user_id, agent_id, run_id, None)]
 
     def reset(self) -> list[ForgetReceipt]:
         """mem0's reset: forget every namespace of the database, each with its receipt."""

@@ -192,6 +192,7 @@ class Usage(BaseModel):
 class EvidenceItem(BaseModel):
     event_id: str
     summary: str
+    namespace: str | None = Field(None, description="where the event lives (a scope may cover several namespaces)")
     observation_ids: list[str]
     time: str | None = None
     subgoals: list[int] = Field(default_factory=list, description="subgoals this event supports")
@@ -287,6 +288,7 @@ class SearchHit(BaseModel):
     summary: str
     time: str | None = None
     score: float = Field(description="the best score of its observations in the evidence ranking")
+    namespace: str | None = Field(None, description="where the event lives (a scope may cover several namespaces)")
     participants: list[str] = Field(default_factory=list)
     topic_id: str | None = None
     observations: list[ObservationHit] = Field(default_factory=list)

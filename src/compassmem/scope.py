@@ -6,8 +6,12 @@ namespace, deterministically and readably:
     agent_id="planner", run_id="r7"     -> "agent:planner/run:r7"
 
 The parts always come in this order whatever the call's keyword order, and a "/" or "%" inside an id
-is percent-encoded, so two different scopes can never share a namespace. Nothing crosses namespaces:
-a user's memory is not searched by a call scoped to one of their runs.
+is percent-encoded, so two different scopes can never share a namespace.
+
+Writes are exact: an add with user_id="ana", agent_id="planner" lands in "user:ana/agent:planner" only.
+Reads by scope nest, as mem0 users expect: user_id="ana" reads "user:ana" and every namespace under it
+("user:ana/agent:planner", "user:ana/run:r7"); agent_id="planner" reads "agent:planner/run:…". A
+namespace given by name reads just that namespace (Memory's `nested=True` widens it).
 """
 
 from __future__ import annotations
@@ -32,3 +36,8 @@ def namespace_for(namespace: str | None = None, user_id: str | None = None, agen
             value = namespace_name(given[key], key)
             parts.append(f"{key[:-3]}:{value.replace('%', '%25').replace('/', '%2F')}")
     return namespace_name("/".join(parts))
+
+
+def covered(names: list[str], base: str) -> list[str]:
+    """`base` and the namespaces under it (base + "/..."), base first: what a read of a scope covers."""
+    return [n for n in names if n == base] + sorted(n for n in names if n.startswith(base + "/"))

@@ -27,6 +27,18 @@ PolicyFactory = Callable[[GraphView, np.ndarray], ExplorerPolicy]  # (graph, eve
 GraphSource = Union[GraphView, Callable[[list[str], np.ndarray], GraphView]]
 
 
+@dataclass
+class _Searched:
+    """What the search found in one namespace: its graph, the explorers' frontier, the evidence ranking."""
+
+    graph: GraphView
+    frontier: Frontier
+    starts: list[str]
+    refined: str | None
+    ranking: list[str]
+    scores: np.ndarray
+
+
 def view_of(source: GraphSource, texts: list[str], vectors: np.ndarray) -> GraphView:
     return source if isinstance(source, GraphView) else source(texts, vectors)
 
@@ -72,13 +84,15 @@ class SearchEngine:
         self.llm = llm
         self.call_budget = call_budget
 
-    def ask(self, graph: GraphSource, question: str) -> Answer:
+    def ask(self, graph: GraphSource | list[GraphSource], question: str) -> Answer:
+        """`graph`: one namespace's graph (or its loader), or several: a scope that covers them."""
         s = self.settings
         question = check_question(question, s)
+        sources = graph if isinstance(graph, list) else [graph]
         scope = (self.llm.operation(deadline_s=self.llm.settings.ask_deadline_s, label="ask")
                  if self.llm is not None else nullcontext(Usage()))
         with scope as usage:
-            answer = self._ask(graph, question, usage)
+            answer = self._ask(sources, question, usage)
         answer.usage = usage.model_copy()
         answer.usage.latency_s = round(answer.usage.latency_s, 3)
         return answer
@@ -105,18 +119,58 @@ class SearchEngine:
         run_rounds(s.explorers, frontier, graph, policy, question, subgoals, s.max_next, s.use_relations,
                    s.batch_explorers or budget is not None, max_rounds=budget)
 
-    def _ask(self, source: GraphSource, question: str, usage: Usage) -> Answer:
+    def _ask(self, sources: list[GraphSource], question: str, usage: Usage) -> Answer:
+        """Plan once, then localise, explore and rank in each namespace (a scope that covers several), and
+        answer from the best evidence of all of them, merged by score."""
         s, roles = self.settings, self.roles
         subgoals = roles.planner.plan(question, s.max_subgoals) if s.use_planner else [question]
         subgoals = subgoals or [question]
         qv = self.embedder.embed([question])[0]
         sv = self.embedder.embed(subgoals)
         texts, vectors = [question, *subgoals], np.vstack([qv[None], sv])
-        graph = view_of(source, texts, vectors)
-        if graph.empty:
-            return Answer(question=question, namespace=graph.namespace,
+        searched = [w for w in (self._search_one(view_of(src, texts, vectors), question, subgoals, qv, sv, usage)
+                                for src in sources) if w is not None]
+        if not searched:
+            return Answer(question=question, namespace=view_of(sources[0], texts, vectors).namespace,
                           answer="Nothing is stored in this memory yet.", used_fallback=True)
-        sims = graph.similarity(vectors, texts)
+        merged = sorted(((float(score), k, oid) for k, w in enumerate(searched)
+                         for oid, score in zip(w.ranking, w.scores)),
+                        key=lambda x: -x[0])  # stable: one namespace's order is kept among equal scores
+        ranked = [(searched[k].graph, searched[k].graph.observations[oid]) for _, k, oid in merged]
+        n_handed = len(evidence_lines([o for _, o in ranked], min(s.evidence_tokens, s.max_context_tokens)))
+        if len(searched) == 1:
+            handed = sorted(ranked[:n_handed], key=lambda go: (go[1].step, go[1].seq))
+        else:  # step numbers of different namespaces do not compare; dates do
+            handed = sorted(ranked[:n_handed], key=lambda go: (go[1].date or "", go[1].step, go[1].seq))
+        events = self._events_of(ranked[:n_handed])
+        text = roles.responder.respond(question, [e for _, e in events], [o for _, o in handed], s.evidence_tokens)
+        handed_ids = {(g.namespace, o.id) for g, o in handed}
+        kept = {(w.graph.namespace, e): w for w in searched for e in w.frontier.kept_subgoals}
+        first = searched[0]
+        return Answer(
+            question=question, namespace=first.graph.namespace, answer=text or "No answer could be formed.",
+            evidence=[EvidenceItem(event_id=e.id, summary=e.summary, namespace=g.namespace,
+                                   observation_ids=[o for o in e.observation_ids if (g.namespace, o) in handed_ids],
+                                   time=e.time.label(),
+                                   subgoals=kept[(g.namespace, e.id)].frontier.kept_subgoals.get(e.id, [])
+                                   if (g.namespace, e.id) in kept else [])
+                      for g, e in events],
+            subgoals=[SubgoalState(text=g, satisfied=any(w.frontier.satisfied[i] for w in searched))
+                      for i, g in enumerate(subgoals)],
+            trace=[t for w in searched for t in w.frontier.trace], start_nodes=[x for w in searched for x in w.starts],
+            refined_query=next((w.refined for w in searched if w.refined), None),
+            used_fallback=not any(w.frontier.kept for w in searched),
+            context_tokens=sum(approx_tokens(evidence_line(o)) for _, o in handed),
+            ranking=[o.id for _, o in ranked[: len(evidence_lines([o for _, o in ranked], s.ranking_tokens))]])
+
+    def _search_one(self, graph: GraphView, question: str, subgoals: list[str], qv: np.ndarray, sv: np.ndarray,
+                    usage: Usage) -> "_Searched | None":
+        """Localise, explore (and refine) in one namespace's graph, then rank its evidence."""
+        s, roles = self.settings, self.roles
+        if graph.empty:
+            return None
+        texts = [question, *subgoals]
+        sims = graph.similarity(np.vstack([qv[None], sv]), texts)
         policy = roles.policy(graph, sims)
         frontier = Frontier(sims, graph.index, s.max_steps)
 
@@ -127,7 +181,7 @@ class SearchEngine:
         self._explore(frontier, graph, policy, question, subgoals, usage)
 
         refined: str | None = None
-        room = self._rounds_left(usage, reserve=3)  # calls for the refined query, its start selection, a round, the answer
+        room = self._rounds_left(usage, reserve=3)  # the refined query, its start selection, a round, the answer
         if s.refinement and not all(frontier.satisfied) and frontier.queue_size() == 0 and room != 0:
             kept, satisfied, seen = frontier.snapshot()
             evidence = "\n".join(line for k in kept for line in graph.source_lines(graph.events[k]))
@@ -140,25 +194,8 @@ class SearchEngine:
                 with frontier.cond:
                     frontier.push(new_starts)
                 self._explore(frontier, graph, policy, question, subgoals, usage)
-
-        kept = list(frontier.kept)
-        ranking, _ = self.rank(graph, question, qv, kept)
-        ranked = [graph.observations[o] for o in ranking]
-        handed = sorted(ranked[: len(evidence_lines(ranked, min(s.evidence_tokens, s.max_context_tokens)))],
-                        key=lambda o: (o.step, o.seq))
-        events = self._events_of(graph, ranked[: len(handed)])
-        text = roles.responder.respond(question, events, handed, s.evidence_tokens)
-        handed_ids = {o.id for o in handed}
-        return Answer(
-            question=question, namespace=graph.namespace, answer=text or "No answer could be formed.",
-            evidence=[EvidenceItem(event_id=e.id, summary=e.summary,
-                                   observation_ids=[o for o in e.observation_ids if o in handed_ids],
-                                   time=e.time.label(), subgoals=frontier.kept_subgoals.get(e.id, []))
-                      for e in events],
-            subgoals=[SubgoalState(text=g, satisfied=v) for g, v in zip(subgoals, frontier.satisfied)],
-            trace=list(frontier.trace), start_nodes=list(starts), refined_query=refined, used_fallback=not kept,
-            context_tokens=sum(approx_tokens(evidence_line(o)) for o in handed),
-            ranking=ranking[: len(evidence_lines(ranked, s.ranking_tokens))])
+        ranking, scores = self.rank(graph, question, qv, list(frontier.kept))
+        return _Searched(graph, frontier, list(starts), refined, ranking, scores)
 
     def rank(self, graph: GraphView, query: str, qv: np.ndarray | None = None,
              kept: list[str] | None = None) -> tuple[list[str], np.ndarray]:
@@ -190,6 +227,7 @@ class SearchEngine:
                     continue
                 e = graph.events[eid]
                 hits[eid] = SearchHit(event_id=eid, summary=e.summary, time=e.time.label(), score=round(float(score), 4),
+                                      namespace=graph.namespace,
                                       participants=e.participants, topic_id=e.topic_id, observations=[])
             o = graph.observations[oid]
             hits[eid].observations.append(ObservationHit(id=o.id, speaker=o.speaker, text=o.text, date=o.date,
@@ -197,7 +235,11 @@ class SearchEngine:
         return list(hits.values())
 
     @staticmethod
-    def _events_of(graph: GraphView, observations: list[Observation]) -> list[Event]:
+    def _events_of(observations: list[tuple[GraphView, Observation]]) -> list[tuple[GraphView, Event]]:
         """The events behind the handed observations, in the order their best observation ranks."""
-        ids = [graph.event_of(o.id) for o in observations]
-        return [graph.events[e] for e in dict.fromkeys(e for e in ids if e)]
+        seen: dict[tuple[str, str], tuple[GraphView, Event]] = {}
+        for g, o in observations:
+            e = g.event_of(o.id)
+            if e and (g.namespace, e) not in seen:
+                seen[(g.namespace, e)] = (g, g.events[e])
+        return list(seen.values())

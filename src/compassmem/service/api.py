@@ -23,7 +23,7 @@ from ..errors import (BudgetExceeded, CompassMemError, DeadlineExceeded, InputEr
                       NotFound, StepConflict, StoreError)
 from ..config import SearchMode
 from ..memory import Memory
-from ..scope import namespace_for
+from ..scope import covered, namespace_for
 from . import keys as keyring
 from .limits import BodyLimit
 from .viewer import MAX_EVENTS, graph_data, service_page
@@ -144,6 +144,15 @@ def create_app(memory: Memory, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
             raise NamespaceNotFound(f"unknown namespace '{namespace[len(t.prefix):]}'")
         return namespace
 
+    def reading(t: Tenant, scope: Scope) -> dict[str, Any]:
+        """A read's namespace and whether it covers the namespaces under it (a scope given by user_id /
+        agent_id / run_id does, as in the library), or 404 naming only the caller's own name."""
+        stored = t.namespace(scope)
+        nested = any(x is not None for x in (scope.user_id, scope.agent_id, scope.run_id))
+        if not (covered(memory.store.namespaces(), stored) if nested else memory.store.has_namespace(stored)):
+            raise NamespaceNotFound(f"unknown namespace '{stored[len(t.prefix):]}'")
+        return {"namespace": stored, "nested": nested}
+
     @app.exception_handler(CompassMemError)
     def _library_error(request: Request, exc: CompassMemError) -> JSONResponse:
         status, title = next((s, t) for cls, s, t in _STATUS if isinstance(exc, cls))
@@ -190,28 +199,28 @@ def create_app(memory: Memory, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
     @app.post("/v1/search", tags=["memories"])
     def search(body: SearchRequest, t: Tenant = Depends(authed)) -> list[dict]:
         """Ranked events with their source observations and scores; no answer, no LLM call."""
-        return t.public(memory.search(body.query, known(t, t.namespace(body)), body.limit, filters=body.filters))
+        return t.public(memory.search(body.query, limit=body.limit, filters=body.filters, **reading(t, body)))
 
     @app.post("/v1/ask", tags=["memories"])
     def ask(body: AskRequest, t: Tenant = Depends(authed)) -> dict:
         """The full method: plan, explore the graph, answer from the evidence (cites observation ids)."""
-        return t.public(memory.ask(body.question, known(t, t.namespace(body)), filters=body.filters, mode=body.mode))
+        return t.public(memory.ask(body.question, filters=body.filters, mode=body.mode, **reading(t, body)))
 
     @app.get("/v1/memories", tags=["memories"])
     def list_events(scope: Scope = Depends(query_scope), offset: int = Query(0, ge=0, le=2**31),
                     limit: int = Query(100, ge=1, le=1000), t: Tenant = Depends(authed)) -> dict:
         """A page of the namespace's events in stored order."""
-        return t.public(memory.list(known(t, t.namespace(scope)), offset, limit))
+        return t.public(memory.list(offset=offset, limit=limit, **reading(t, scope)))
 
     @app.get("/v1/memories/{event_id}", tags=["memories"])
     def get(event_id: str, scope: Scope = Depends(query_scope), t: Tenant = Depends(authed)) -> dict:
         """One event with its source observations and typed relations."""
-        return t.public(memory.get(event_id, known(t, t.namespace(scope))))
+        return t.public(memory.get(event_id, **reading(t, scope)))
 
     @app.get("/v1/memories/{event_id}/history", tags=["memories"])
     def history(event_id: str, scope: Scope = Depends(query_scope), t: Tenant = Depends(authed)) -> list[dict]:
         """What happened to an event: created, merged, updated, observations deleted, deleted."""
-        return t.public(memory.history(event_id, known(t, t.namespace(scope))))
+        return t.public(memory.history(event_id, **reading(t, scope)))
 
     @app.put("/v1/observations/{observation_id}", tags=["edit"])
     def update(observation_id: str, body: UpdateRequest, t: Tenant = Depends(authed)) -> dict:

@@ -75,7 +75,8 @@ def create_mcp(memory: Memory) -> MCPServer:
                      agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
         ns = where(namespace, user_id, agent_id, run_id)
         filters = {k: v for k, v in {"speaker": speaker, "since": since, "until": until}.items() if v}
-        hits = await run(memory.search, query, ns, limit, filters=filters or None)
+        hits = await run(memory.search, query, namespace, limit, filters=filters or None, user_id=user_id,
+                         agent_id=agent_id, run_id=run_id)
         return {"namespace": ns, "hits": dump(hits)}
 
     @server.tool(description="Answer a question from memory by actively exploring its event graph. Returns "
@@ -84,7 +85,7 @@ def create_mcp(memory: Memory) -> MCPServer:
                              "'agentic' lets it plan and explore too. " + SCOPE)
     async def ask(question: str, namespace: str | None = None, mode: str | None = None, user_id: str | None = None,
                   agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
-        a = await run(memory.ask, question, where(namespace, user_id, agent_id, run_id), mode=mode)
+        a = await run(memory.ask, question, namespace, mode=mode, user_id=user_id, agent_id=agent_id, run_id=run_id)
         return {"answer": a.answer, "observation_ids": a.observation_ids(), "evidence": dump(a.evidence),
                 "usage": a.usage.model_dump()}
 
@@ -92,20 +93,21 @@ def create_mcp(memory: Memory) -> MCPServer:
                                           "in stored order; the result also names every namespace. " + SCOPE)
     async def list_(namespace: str | None = None, offset: int = 0, limit: int = 100, user_id: str | None = None,
                    agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
-        page = await run(memory.list, where(namespace, user_id, agent_id, run_id), offset, limit)
+        page = await run(memory.list, namespace, offset, limit, user_id=user_id, agent_id=agent_id, run_id=run_id)
         return {**dump(page), "namespaces": memory.namespaces()}
 
     @server.tool(description="One event by id (as list or search show it): summary, time, participants, its "
                              "source observations and the typed relations touching it. " + SCOPE)
     async def get(event_id: str, namespace: str | None = None, user_id: str | None = None, agent_id: str | None = None,
                   run_id: str | None = None) -> dict[str, Any]:
-        return dump(await run(memory.get, event_id, where(namespace, user_id, agent_id, run_id)))
+        return dump(await run(memory.get, event_id, namespace, user_id=user_id, agent_id=agent_id, run_id=run_id))
 
     @server.tool(description="What happened to an event, oldest first: created, merged, updated, observations "
                              "deleted, deleted. " + SCOPE)
     async def history(event_id: str, namespace: str | None = None, user_id: str | None = None,
                       agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
-        return {"history": dump(await run(memory.history, event_id, where(namespace, user_id, agent_id, run_id)))}
+        entries = await run(memory.history, event_id, namespace, user_id=user_id, agent_id=agent_id, run_id=run_id)
+        return {"history": dump(entries)}
 
     @server.tool(description="Replace an observation's text (by observation id, or an event id when the event "
                              "has one observation); its event is re-derived and the old text removed everywhere. "

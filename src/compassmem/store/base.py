@@ -16,9 +16,10 @@ from ..errors import NamespaceNotFound
 from ..models import Event, Filters, HistoryEntry, Observation, Relation, StepRecord, Topic
 
 
-# The namespace an LLM call works for: a store tags the cache rows it writes or replays with it, so
-# forgetting a namespace also removes the cached prompts and answers that held its text.
-cache_namespace: ContextVar[str | None] = ContextVar("cache_namespace", default=None)
+# The namespaces an LLM call works for (an ask over a scope reads several): a store tags the cache rows
+# it writes or replays with each, so forgetting any of them also removes the cached prompts and answers
+# that held its text.
+cache_namespace: ContextVar[tuple[str, ...]] = ContextVar("cache_namespace", default=())
 
 
 def require_namespace(store: "Store", namespace: str) -> str:

@@ -405,6 +405,5 @@ class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
             self._ref(key)
 
     def _ref(self, key: str) -> None:
-        namespace = cache_namespace.get()
-        if namespace is not None:
+        for namespace in cache_namespace.get():
             self._x("INSERT INTO llm_cache_refs VALUES (%s,%s) ON CONFLICT DO NOTHING", (key, namespace))

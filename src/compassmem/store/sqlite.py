@@ -471,6 +471,5 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
             self._ref(key)
 
     def _ref(self, key: str) -> None:
-        namespace = cache_namespace.get()
-        if namespace is not None:
+        for namespace in cache_namespace.get():
             self._exec("INSERT OR IGNORE INTO llm_cache_refs VALUES (?, ?)", (key, namespace))
