@@ -96,7 +96,8 @@ def test_user_agent_and_run_ids_name_one_namespace_each(tmp_path):
         assert mem.namespaces() == ["user:ana", "user:ana/agent:planner"]
         assert "tea" in mem.search("tea", user_id="ana")[0].observations[0].text
         assert "Oslo" in mem.search("flight", user_id="ana", agent_id="planner")[0].observations[0].text
-        assert mem.list(user_id="ana").total == 1
+        assert mem.list(user_id="ana").total == 2  # a user's scope covers their agents (tests/test_scopes.py)
+        assert mem.list("user:ana").total == 1  # the namespace by name: just itself
         with pytest.raises(NamespaceNotFound, match="user:ben"):
             mem.ask("What does Ben like?", user_id="ben")
         assert mem.forget(user_id="ana", agent_id="planner").verified

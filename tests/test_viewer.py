@@ -73,3 +73,52 @@ def test_served_viewer_draws_a_tenants_namespace(server):
     assert console_errors(log, dom) == []
     dom, _ = browse(f"{server['base']}/viewer#ns=view&key={server['keys']['globex']}", "--dump-dom")
     assert events_drawn(dom) == 0 and "unknown namespace" in dom  # another tenant's key sees nothing
+
+
+def _attr(dom: str, name: str) -> str:
+    return re.search(rf'<body[^>]*data-{name}="([^"]*)"', dom).group(1)
+
+
+def test_zoom_filters_and_search_work_in_the_browser(tmp_path):
+    """The view's state given in the address is the state the controls set: search dims what does not
+    match, a topic or person filter keeps only its events, unticked relation types disappear, zoom scales,
+    and only the events the explorers kept are ringed."""
+    db, page = str(tmp_path / "demo.db"), tmp_path / "graph.html"
+    assert cli("demo", "--db", db).returncode == 0
+    assert cli("view", "--db", db, "-n", "demo", "-o", str(page), "-q", "Why did Maya move to Porto?").returncode == 0
+    data = json.loads(re.search(r"const EMBEDDED = (.*?);</script>", page.read_text(), re.S).group(1))
+    n = len(data["events"])
+
+    dom, log = browse(page.as_uri(), "--dump-dom")
+    assert _attr(dom, "visible") == str(n) and console_errors(log, dom) == []
+    base_zoom = float(_attr(dom, "zoom"))
+    ringed = len(re.findall(r'class="event evidence', dom))
+    assert 0 < ringed < n  # the kept evidence, not every event of a small graph
+
+    word = "porto"
+    matching = [e for e in data["events"] if word in (e["summary"] + " ".join(o["text"] for o in e["observations"])).lower()]
+    dom, _ = browse(page.as_uri() + f"#search={word}", "--dump-dom")
+    assert 0 < len(matching) < n and _attr(dom, "visible") == str(len(matching))
+    assert len(re.findall(r'<circle[^>]*class="event[^"]*\bmatch\b', dom)) == len(matching)
+    assert len(re.findall(r'<circle[^>]*class="event[^"]*\bdim\b', dom)) == n - len(matching)
+
+    topic = data["events"][0]["topic"]
+    dom, _ = browse(page.as_uri() + f"#topic={topic}", "--dump-dom")
+    assert _attr(dom, "visible") == str(sum(e["topic"] == topic for e in data["events"]))
+    person = "Maya"
+    dom, _ = browse(page.as_uri() + f"#person={person}", "--dump-dom")
+    assert _attr(dom, "visible") == str(sum(person in e["participants"] for e in data["events"]))
+
+    hidden = sorted({r["type"] for r in data["relations"]})[0]
+    dom, _ = browse(page.as_uri() + f"#hide={hidden}", "--dump-dom")
+    assert len(re.findall(rf'<path[^>]*data-type="{hidden}"[^>]*class="rel[^"]*hidden', dom)) == \
+        sum(r["type"] == hidden for r in data["relations"])
+
+    dom, _ = browse(page.as_uri() + "#zoom=2", "--dump-dom")
+    assert abs(float(_attr(dom, "zoom")) - 2 * base_zoom) < 0.02
+
+    shots = Path(os.environ.get("COMPASSMEM_SCREENSHOT_DIR", tmp_path))
+    shots.mkdir(parents=True, exist_ok=True)
+    browse(page.as_uri() + f"#search={word}", "--hide-scrollbars", "--window-size=1400,700",
+           f"--screenshot={shots / 'viewer-search.png'}")
+    assert (shots / "viewer-search.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -23,7 +23,20 @@ do does did have has had not no yes just really very too also can could would sh
 must about into over after before up down out off again more most some any all both each few other such own
 same than now there here when where why how im i'm it's that's don't didn't can't i've you're we're they're
 yeah oh wow hey thanks thank great good nice love like know think get got go going went make made one lot
-so much many well sure what's let's been being feel felt see saw way time things thing something""".split())
+so much many well sure what's let's been being feel felt see saw way time things thing something awesome
+amazing cool sounds glad totally definitely pretty stuff doing people guys image photo picture pic yesterday
+today tomorrow tonight last week weeks month months year years ago recently soon above across afterwards
+against almost alone along already although always among another anyone anything anyway anywhere around
+became because become becomes behind below beside besides between beyond cannot done during either else
+elsewhere enough even every everyone everything everywhere except first former further hence hereby herein
+however indeed instead itself later latter least less meanwhile mine moreover mostly myself namely neither
+never next nobody none nothing nowhere often once only onto others otherwise ours ourselves perhaps please
+rather seem seemed seems several since somehow someone sometime sometimes somewhere still take taking though
+through throughout thus together toward towards under until upon whatever whenever whereas wherever whether
+while whoever whole within without yet yours yourself yourselves able actually anyways bit came come
+coming find gonna gotta guess hope kind maybe mean means okay right say said says tell told try trying
+want wanted wants wish""".split())
+# "image" and "photo": shared pictures come with captions ("a photo of a dog"), which say little of a topic
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
 
 
@@ -37,13 +50,19 @@ class TopicLabeler(Protocol):
 
 
 class KeywordLabeler:
+    """The words most of a topic's events share: people's names and function words left out (a label of
+    "ago, agree, ain't, balcony" told a reader nothing), words in more events first, then longer ones."""
+
     def label(self, events: list[Event]) -> str:
+        names = {part.lower() for e in events for p in e.participants for part in p.split()}
         counts: Counter[str] = Counter()
         for e in events:
-            words = {w.lower() for w in _WORD.findall(e.summary)}
-            counts.update(w for w in words if w not in _STOP)
-        # ties broken by the word itself: a set's order depends on the hash seed, labels must not
-        return ", ".join(w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:4]) or "misc"
+            words = {w.lower().strip("'-") for w in _WORD.findall(e.summary)}
+            counts.update(w for w in words if w not in _STOP and w not in names
+                          and not w.endswith(("n't", "'s", "'re", "'ve", "'ll", "'d", "'m")))
+        # ties broken by length, then the word itself: a set's order depends on the hash seed, labels must not
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], -len(kv[0]), kv[0]))
+        return ", ".join(w for w, _ in ranked[:4]) or "misc"
 
 
 class LLMLabeler:

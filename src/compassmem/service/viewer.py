@@ -1,9 +1,12 @@
 """The graph viewer: one namespace's Event Graph as a page that works with no network.
 
-Events are drawn on a timeline (x: their time, then step and order; one lane per topic, coloured by
-topic), typed relations as curves coloured by type, and clicking an event shows its source turns. With
-an ask, the explorers' path is drawn over the graph and the kept evidence ringed. No JavaScript library:
-the page is plain SVG and about 150 lines of script (viewer.html), so there is nothing to fetch or vendor.
+Events are drawn on a time axis (x: their date, the gap between dates growing with the days between
+them; one lane per topic, labelled by its content words), typed relations as curves coloured by type
+(the frequent follow_up / related_to faint until an event is picked), a summary on hover and the source
+turns and relations on click. Zoom and pan, a search box and topic / person / relation-type filters
+make 100–200 events readable; the view's state can be given in the address (#search=…&topic=…&zoom=…).
+With an ask, the explorers' path is drawn and the events they kept ringed. No JavaScript library: plain
+SVG and about 250 lines of script (viewer.html), nothing to fetch or vendor.
 
 `graph_data` builds the JSON the page draws; `render_html` embeds it in a standalone file (`compassmem
 view`), and the service serves the same page at /viewer, where it fetches /v1/graph with the user's key.
@@ -48,7 +51,10 @@ def graph_data(memory: Memory, namespace: str, answer: Answer | None = None, lim
     if answer is not None:
         data["ask"] = {"question": answer.question, "answer": answer.answer,
                        "trace": [{"explorer": s.explorer, "event": s.event_id, "action": s.action} for s in answer.trace],
-                       "start": answer.start_nodes, "evidence": [e.event_id for e in answer.evidence]}
+                       "start": answer.start_nodes, "evidence": [e.event_id for e in answer.evidence],
+                       # ringed: what the explorers kept (EXPAND or ANSWER), not every event the answer read,
+                       # which in a small graph is all of them
+                       "kept": list(dict.fromkeys(s.event_id for s in answer.trace if s.action != "SKIP"))}
     return data
 
 
