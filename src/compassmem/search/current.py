@@ -27,7 +27,8 @@ REVISION = re.compile(r"\b(now|no longer|anymore|any more|recently|updated?|chan
                       r"grown|reached|extended|instead|new|moved|actually|latest|currently|revised|adjusted|"
                       r"raised|lowered|dropped|upgraded|never)\b", re.I)
 # an assistant's reply repeats the user's words ("now that your API answers in 250 ms…"): it restates no
-# fact of its own, and lifting it pushed the user's statement out of a small budget on BEAM
+# fact of its own, and lifting it pushed the user's statement out of a small budget on BEAM. A text with
+# no speaker (a book, a report) is not a person restating their facts either: it is never lifted
 MACHINE_ROLES = {"assistant", "system", "tool"}
 _EPS = 1e-4
 SHARED_TERMS = 3  # content words of the question both statements contain (leave-one-chat-out on BEAM),
@@ -55,7 +56,7 @@ def newer_first(graph: GraphView, question: str, order: np.ndarray, score: np.nd
     chrono = {r: k for k, r in enumerate(sorted(range(len(top)), key=lambda k: when[k]))}
     lifts: dict[int, int] = {}  # earlier row -> the latest restatement lifted above it
     for i, o in enumerate(obs):
-        if not changes[i] or (o.speaker or "").lower() in MACHINE_ROLES:
+        if not changes[i] or o.speaker is None or o.speaker.lower() in MACHINE_ROLES:
             continue
         best = None
         for j, p in enumerate(obs):

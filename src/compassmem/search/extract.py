@@ -118,7 +118,8 @@ class ExtractiveResponder:
         top = pool[best].source
         later = [i for i in range(len(pool)) if score[i] >= score[best] - near and pool[i].source.speaker == top.speaker
                  and (pool[i].source.step, pool[i].source.seq) > (top.step, top.seq)
-                 and (top.speaker or "").lower() not in MACHINE_ROLES and states_change(pool[i].text, question, pool[best].text)]
+                 and top.speaker is not None and top.speaker.lower() not in MACHINE_ROLES
+                 and states_change(pool[i].text, question, pool[best].text)]
         return max(later, key=lambda i: (pool[i].source.step, pool[i].source.seq, score[i])) if later else best
 
     @staticmethod
