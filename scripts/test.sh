@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The project's test command: fast suite + real-LLM tests against local GGUF models + the viewer in Chromium.
 #   bash scripts/test.sh            everything (installs what is missing; first run builds llama.cpp)
-#   bash scripts/test.sh --fast     only the fast suite (no model, no llama.cpp)
+#   bash scripts/test.sh --fast     unit + in-process tests (no model, server, database server, browser: ~1 min)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 "$PY" -m pip install -q -e ".[dev]"
 if [ "${1:-}" = "--fast" ]; then
-  exec "$PY" -m pytest -m "not llm"
+  exec "$PY" -m pytest -m "not llm and not integration"
 fi
 
 wheel=$(PATH="$(dirname "$(command -v "$PY")"):$PATH" bash scripts/build-llama-wheel.sh)

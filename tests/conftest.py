@@ -133,3 +133,19 @@ def db_factory(request, tmp_path):
         return request.getfixturevalue("pg_factory")
     names = iter(range(10**6))
     return lambda: str(tmp_path / f"db{next(names)}.db")
+
+
+# Test tiers (issue "Architecture"): `scripts/test.sh --fast` runs the unit and in-process tests only;
+# what starts servers, databases, browsers or child processes, fuzzes, or reads the dev data sets is the
+# integration tier, which CI runs with everything else.
+INTEGRATION_MODULES = {"test_service", "test_mcp", "test_viewer", "test_docs", "test_crash_safety", "test_tenant_fuzz",
+                       "test_fuzz", "test_client", "test_concurrency", "test_quality_gate", "test_startup", "test_cli",
+                       "test_deadlines", "test_import", "test_store_conformance", "test_indexes"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if (item.module.__name__ in INTEGRATION_MODULES or "postgres" in params.values()
+                or item.get_closest_marker("slow")):
+            item.add_marker(pytest.mark.integration)
