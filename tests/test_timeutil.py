@@ -1,4 +1,5 @@
 from datetime import date
+from pathlib import Path
 
 import pytest
 
@@ -40,3 +41,33 @@ def test_expressions_in_order():
 
 def test_the_sun_is_not_sunday():
     assert find_expressions("this sun is hot, and the next sat-nav I buy") == []
+
+
+def _golden() -> list[tuple[str, str | None, str | None]]:
+    rows = []
+    for line in (Path(__file__).parent / "data" / "time_expressions.tsv").read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        text, *rest = line.split("\t")
+        label, start = (rest + [None, None])[:2]
+        rows.append((text, label or None, start or None))
+    return rows
+
+
+GOLDEN = _golden()
+
+
+def test_the_golden_file_is_big_enough():
+    assert len(GOLDEN) >= 80
+
+
+@pytest.mark.parametrize("text, label, start", GOLDEN, ids=[g[0] for g in GOLDEN])
+def test_golden_time_expressions(text, label, start):
+    """Each expression as a reader would resolve it on Monday 8 May 2023: the label an answer shows and
+    the day its span starts (tests/data/time_expressions.tsv)."""
+    r = resolve_in_text(text, ANCHOR)
+    if label is None:
+        assert r is None
+        return
+    assert r is not None and r.label == label
+    assert r.start.isoformat() == start

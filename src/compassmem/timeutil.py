@@ -29,10 +29,13 @@ _MY = re.compile(rf"\b{_MON}\s+(\d{{4}})\b", re.I)
 _YEAR = re.compile(r"\b(?:in|since|during|back in)\s+((?:19|20)\d{2})\b", re.I)
 
 _NUM = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|a few|couple of|a couple of|several)"
-_AGO = rf"{_NUM}\s+(day|weekend|week|month|year)s?\s+ago"  # found by _REL, resolved by _resolve
+_AGO = rf"{_NUM}\s+(day|night|weekend|week|fortnight|month|year)s?\s+ago"  # found by _REL, resolved by _resolve
 _REL = re.compile(
-    rf"\b(yesterday|today|tonight|this morning|this afternoon|this evening|tomorrow|"
-    rf"last night|the other day|recently|"
+    rf"\b((?:the\s+)?day\s+before\s+yesterday|(?:the\s+)?day\s+after\s+tomorrow|"
+    rf"(?:the\s+)?(?:week|weekend)\s+before\s+last|"
+    rf"yesterday|today|tonight|this morning|this afternoon|this evening|tomorrow|"
+    rf"last night|last evening|the other day|recently|(?:last|this|next)\s+christmas|"
+    rf"(?:the\s+)?previous\s+(?:week|month|year)|"
     rf"(?:last|this|next|past)\s+(?:week|weekend|month|year|summer|winter|spring|fall|autumn|"
     rf"{'|'.join(sorted(WEEKDAYS, key=len, reverse=True))})|"  # longest first: "thurs" before "thu"
     rf"{_AGO}|"
@@ -104,16 +107,48 @@ def _resolve(expression: str, anchor: date) -> ResolvedTime | None:
     one = timedelta(days=1)
     if e in ("today", "tonight", "this morning", "this afternoon", "this evening"):
         return ResolvedTime(expression, anchor, anchor, fmt(anchor))
-    if e in ("yesterday", "last night"):
+    if e in ("yesterday", "last night", "last evening"):
         d = anchor - one
         return ResolvedTime(expression, d, d, fmt(d))
     if e == "tomorrow":
         d = anchor + one
         return ResolvedTime(expression, d, d, fmt(d))
+    m = re.fullmatch(r"(?:the\s+)?day\s+(before|after)\s+(?:yesterday|tomorrow)", e)
+    if m:
+        d = anchor + timedelta(days=-2 if m.group(1) == "before" else 2)
+        return ResolvedTime(expression, d, d, fmt(d))
+    m = re.fullmatch(r"(?:the\s+)?(week|weekend)\s+before\s+last", e)
+    if m:
+        return resolve(f"two {m.group(1)}s ago", anchor)
+    m = re.fullmatch(r"(?:the\s+)?previous\s+(week|month|year)", e)
+    if m:
+        return resolve(f"last {m.group(1)}", anchor)
+    m = re.fullmatch(r"(last|this|next)\s+christmas", e)
+    if m:
+        before = anchor < date(anchor.year, 12, 25)  # this year's Christmas still ahead
+        y = anchor.year + {"last": -1 if before else 0, "this": 0, "next": 0 if before else 1}[m.group(1)]
+        d = date(y, 12, 25)
+        return ResolvedTime(expression, d, d, fmt(d))
+    m = re.match(r"in\s+" + _NUM + r"\s+(day|week|month|year)s?", e)
+    if m:  # ahead of the anchor: "in two weeks we leave"
+        n, unit = _count(m.group(1)), m.group(2)
+        if unit == "day":
+            d = anchor + timedelta(days=n)
+            return ResolvedTime(expression, d, d, fmt(d))
+        if unit == "week":
+            d = anchor + timedelta(weeks=n)
+            return ResolvedTime(expression, d, d, f"{m.group(1)} week{'s' * (n > 1)} after {fmt(anchor)}")
+        if unit == "month":
+            d = _shift_months(anchor, n)
+            return ResolvedTime(expression, d, d, f"{d.strftime('%B')} {d.year}")
+        return ResolvedTime(expression, date(anchor.year + n, 1, 1), date(anchor.year + n, 12, 31), str(anchor.year + n))
     m = re.match(_AGO, e)
     if m:
         n, unit = _count(m.group(1)), m.group(2)
-        if unit == "day":
+        if unit == "fortnight":  # said as the speaker counted, as weeks are
+            d = anchor - timedelta(weeks=2 * n)
+            return ResolvedTime(expression, d, d, f"{m.group(1)} fortnight{'s' * (n > 1)} before {fmt(anchor)}")
+        if unit in ("day", "night"):
             d = anchor - timedelta(days=n)
             return ResolvedTime(expression, d, d, fmt(d))
         if unit in ("week", "weekend"):  # said as the speaker counted: "two weekends before 17 July 2023"
@@ -149,7 +184,10 @@ def _resolve(expression: str, anchor: date) -> ResolvedTime | None:
             y = anchor.year + (sign if sign != 0 else 0)
             if sign < 0 and unit == "summer" and anchor.month > 8:
                 y = anchor.year
-            return ResolvedTime(expression, date(y, 1, 1), date(y, 12, 31), f"{unit} {y}")
+            if unit == "winter":  # "winter 2022" runs from December 2022 into February 2023
+                return ResolvedTime(expression, date(y, 12, 1), date(y + 1, 2, 28), f"{unit} {y}")
+            first = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9}[unit]  # meteorological seasons
+            return ResolvedTime(expression, date(y, first, 1), date(y, first + 2, 30), f"{unit} {y}")
     m = re.match(r"(?:the\s+)?(day|week|month|year)\s+before", e)
     if m:
         return resolve(f"{'yesterday' if m.group(1) == 'day' else 'last ' + m.group(1)}", anchor)
