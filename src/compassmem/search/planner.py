@@ -16,24 +16,38 @@ class Planner(Protocol):
     def refine(self, question: str, subgoals: list[str], satisfied: list[bool], evidence: str) -> str: ...
 
 
+_HEAD = re.compile(r"^(\w+(?:\s+\w+)?\s+(?:did|does|do|is|are|was|were|has|have|had|will|would|can))\s+(.*)$", re.I)
+_NAME = r"[A-Z][a-z][\w'-]*(?:\s+[A-Z][a-z][\w'-]*)?"
+# people (or places) joined by and / or, not at the start of the question: "Caroline and Melanie"
+_NAMES = re.compile(rf"(?<=\s)({_NAME}(?:,\s*{_NAME})*),?\s+(?:and|or)\s+({_NAME})\b(\s+both\b)?")
+# a phrase whose last word has alternatives: "... visit in 2022 and 2023", "... go to Paris or Rome"
+_TAIL = re.compile(rf"^(.*\s)(\d{{4}}|{_NAME})((?:,\s*(?:\d{{4}}|{_NAME}))*),?\s+(?:and|or)\s+(\d{{4}}|{_NAME})$")
+
+
 class OfflinePlanner:
-    """Facets a question without a model: the question itself, each conjunct, each named entity's part."""
+    """Facets a question without a model: the question itself, then one subgoal per coordinated part, each a
+    question that stands alone (tests/test_offline_roles.py has the table):
+    "What did Caroline and Melanie paint" -> "What did Caroline paint", "What did Melanie paint";
+    "Which cities did John visit in 2022 and 2023" -> "... in 2022", "... in 2023";
+    otherwise the conjuncts of the body that carry two content words ("What did Ana cook, bake and ...")."""
 
     def plan(self, question: str, max_subgoals: int) -> list[str]:
         q = question.strip().rstrip("?").strip()
         goals = [q]
-        head = re.match(r"^(\w+(?:\s+\w+)?\s+(?:did|does|do|is|are|was|were|has|have|had|will|would|can))\s+(.*)$", q, re.I)
-        body = head.group(2) if head else q
-        parts = [p.strip(" ,") for p in re.split(r",\s*|\s+and\s+|\s+as well as\s+|\s+both\s+", body) if p.strip(" ,")]
-        if len(parts) > 1:
-            prefix = head.group(1) + " " if head else ""
-            names = [p for p in parts if len(p.split()) <= 2 and p[:1].isupper()]
-            rest = " ".join(w for w in body.split() if all(w not in n.split() for n in names)) if names else ""
-            for p in parts:
-                if p in names and rest:
-                    goals.append(f"{prefix}{p} {rest}".strip())
-                elif len(content_words(p)) >= 2:
-                    goals.append(f"{prefix}{p}".strip())
+        names = _NAMES.search(q)
+        tail = None if names else _TAIL.match(q)
+        if names:
+            people = [n.strip() for n in re.split(r",\s*", names.group(1))] + [names.group(2)]
+            goals += [f"{q[:names.start()]}{n}{q[names.end():]}" for n in people]
+        elif tail:
+            alternatives = [tail.group(2), *[a.strip() for a in tail.group(3).split(",") if a.strip()], tail.group(4)]
+            goals += [f"{tail.group(1)}{a}" for a in alternatives]
+        else:
+            head = _HEAD.match(q)
+            prefix, body = (head.group(1) + " ", head.group(2)) if head else ("", q)
+            parts = [p.strip(" ,") for p in re.split(r",\s*|\s+and\s+|\s+as well as\s+", body) if p.strip(" ,")]
+            if len(parts) > 1:
+                goals += [f"{prefix}{p}" for p in parts if len(content_words(p)) >= 2]
         return list(dict.fromkeys(goals))[:max_subgoals]
 
     def refine(self, question: str, subgoals: list[str], satisfied: list[bool], evidence: str) -> str:

@@ -1,0 +1,116 @@
+"""Tables for the offline heuristics that decide behaviour without a model (issue "Architecture", item 5):
+each row is an input and what a reader expects the heuristic to decide. A change to a rule shows here as
+the rows it changes."""
+
+from __future__ import annotations
+
+import pytest
+
+from compassmem.config import ConstructionSettings
+from compassmem.construct.fuse import OfflineFusionJudge
+from compassmem.construct.relate import OfflineRelationExtractor
+from compassmem.models import Event, EventTime, Observation
+from compassmem.search.current import about_the_present, states_change
+from compassmem.search.planner import OfflinePlanner
+
+PLANS = [
+    ("What did Caroline and Melanie paint?", ["What did Caroline paint", "What did Melanie paint"]),
+    ("What did Caroline, Melanie and Jon paint?", ["What did Caroline paint", "What did Melanie paint",
+                                                    "What did Jon paint"]),
+    ("Where did Maria and John go hiking and camping?", ["Where did Maria go hiking and camping",
+                                                         "Where did John go hiking and camping"]),
+    ("Did Caroline and Melanie go to Paris or Rome?", ["Did Caroline go to Paris or Rome",
+                                                       "Did Melanie go to Paris or Rome"]),
+    ("What do Jon and Gina both have in common?", ["What do Jon have in common", "What do Gina have in common"]),
+    ("Which cities did John visit in 2022 and 2023?", ["Which cities did John visit in 2022",
+                                                       "Which cities did John visit in 2023"]),
+    ("What does Gina like, and why?", ["What does Gina like"]),
+    ("Who did Jon meet at the fair as well as the gym?", ["Who did Jon meet at the fair"]),
+    ("When did Jon start his dance studio?", []),
+    ("How many pets does Ana have?", []),
+]
+
+
+@pytest.mark.parametrize("question, subgoals", PLANS, ids=[q for q, _ in PLANS])
+def test_the_offline_planner_splits_coordinations_into_questions_that_stand_alone(question, subgoals):
+    assert OfflinePlanner().plan(question, 5) == [question.rstrip("?")] + subgoals
+
+
+def test_the_offline_refinement_asks_for_what_the_evidence_lacks():
+    planner = OfflinePlanner()
+    assert planner.refine("Where did Ana go?", ["Where did Ana go", "Ana trip"], [True, False],
+                          "Ana: I went to Porto.") == "trip"
+
+
+def _event(i: int, text: str, day: str | None = None) -> Event:
+    return Event(id=f"e{i}", namespace="n", step=1, summary=text, participants=["Ana"], time=EventTime(date=day),
+                 observation_ids=[f"o{i}"])
+
+
+def _obs(i: int, text: str) -> Observation:
+    return Observation(id=f"o{i}", namespace="n", step=1, seq=i, text=text, speaker="Ana")
+
+
+RELATIONS = [  # (earlier event, later event) -> (source, target, type) over indexes 0, 1
+    ("I lost my job.", "Because of that I started a bakery.", [(0, 1, "causal")]),
+    ("I adopted a dog.", "That's why I moved to a house with a garden.", [(0, 1, "causal")]),
+    ("I lost my job.", "I want to open a bakery.", [(1, 0, "motivation")]),
+    ("We met at the fair.", "After that we went for dinner.", [(0, 1, "temporal_before")]),
+    ("I like tea.", "I run on Sundays.", []),
+]
+
+
+@pytest.mark.parametrize("first, second, expected", RELATIONS, ids=[r[1] for r in RELATIONS])
+def test_relation_cues(first, second, expected):
+    found = OfflineRelationExtractor().relate(1, [_obs(0, first), _obs(1, second)],
+                                              [_event(0, first), _event(1, second)])
+    assert [(r.source, r.target, r.type) for r in found] == expected
+
+
+def test_dates_order_events_whatever_order_they_are_mentioned_in():
+    found = OfflineRelationExtractor().relate(1, [_obs(0, "x"), _obs(1, "y")],
+                                              [_event(0, "x", "2023-05-10"), _event(1, "y", "2023-05-01")])
+    assert [(r.source, r.target, r.type) for r in found] == [(1, 0, "temporal_before")]
+
+
+FUSION = [  # similarity, people (existing, new), dates (existing, new) -> same event?, related?, type
+    (0.95, ["Ana"], ["Ana"], "2023-05-01", "2023-05-02", True, False, None),
+    (0.95, ["Ana"], ["Bo"], "2023-05-01", "2023-05-02", False, True, "related_to"),  # other people: not the same
+    (0.95, ["Ana"], ["Ana"], "2023-05-01", "2023-06-01", False, True, "follow_up"),  # a month apart: not the same
+    (0.70, ["Ana"], ["Ana"], None, None, False, True, "follow_up"),
+    (0.70, ["Ana"], ["Bo"], None, None, False, True, "related_to"),
+    (0.40, ["Ana"], ["Ana"], None, None, False, False, None),
+]
+
+
+@pytest.mark.parametrize("sim, old_people, new_people, old_day, new_day, same, related, kind", FUSION)
+def test_fusion_decisions(sim, old_people, new_people, old_day, new_day, same, related, kind):
+    old = Event(id="a", namespace="n", step=1, summary="x", participants=old_people, time=EventTime(date=old_day),
+                observation_ids=["o"])
+    new = Event(id="b", namespace="n", step=2, summary="y", participants=new_people, time=EventTime(date=new_day),
+                observation_ids=["p"])
+    verdict = OfflineFusionJudge(ConstructionSettings()).judge(old, new, sim)
+    assert (verdict.same_event, verdict.related, verdict.relation_type) == (same, related, kind)
+
+
+PRESENT = [("What car does Ana drive?", True), ("How old is Rex?", True), ("Is Alice vegetarian?", True),
+           ("What car did Ana drive before?", False), ("What was her first job?", False),
+           ("When did Ana move?", False), ("What did she originally plan?", False)]
+
+
+@pytest.mark.parametrize("question, present", PRESENT)
+def test_which_questions_are_about_the_present(question, present):
+    assert about_the_present(question) is present
+
+
+CHANGES = [  # a later statement, the question, the earlier statement -> does it state a change of the same thing?
+    ("I sold the Toyota, I drive a blue Tesla now.", "What car does Ana drive?", "I drive a red Toyota.", True),
+    ("My rent is 1100 euros a month now.", "How much is Ana's rent?", "My rent is 900 euros a month.", True),
+    ("I drive to work every day.", "What car does Ana drive?", "I drive a red Toyota.", False),  # no change said
+    ("I bought new shoes now.", "What car does Ana drive?", "I drive a red Toyota.", False),  # not the same thing
+]
+
+
+@pytest.mark.parametrize("later, question, earlier, expected", CHANGES)
+def test_which_statements_state_a_change(later, question, earlier, expected):
+    assert states_change(later, question, earlier) is expected
