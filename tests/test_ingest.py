@@ -5,7 +5,8 @@ import json
 import pytest
 
 from compassmem.errors import InputError
-from compassmem.ingest import load, split_sentences
+from compassmem.ingest import load
+from compassmem.text import sentences
 
 
 def test_locomo_steps_ids_and_times(locomo_path):
@@ -66,7 +67,7 @@ def test_unknown_sample_and_format(locomo_path, tmp_path):
 
 
 def test_sentence_split():
-    assert split_sentences('He left. "Why?" she asked. Then Dr. Who came.')[:2] == ["He left.", '"Why?" she asked.']
+    assert sentences('He left. "Why?" she asked. Then Dr. Who came.')[:2] == ["He left.", '"Why?" she asked.']
 
 
 def test_docs_formats_examples_ingest(tmp_path):

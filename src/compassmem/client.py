@@ -23,7 +23,7 @@ import httpx
 from pydantic import TypeAdapter
 
 from . import validate
-from .scope import covered, namespace_for
+from .scope import by_ids, namespace_for, read_names
 from .errors import (BudgetExceeded, CompassMemError, ConfigError, DeadlineExceeded, EventNotFound, InputError,
                      LLMError, NamespaceNotFound, NotFound, ObservationNotFound, ServiceError, StepConflict,
                      StoreError)
@@ -197,8 +197,7 @@ def _under(names: list[str], namespace: str | None, user_id: str | None, agent_i
     if namespace is None and user_id is None and agent_id is None and run_id is None:
         raise InputError("delete_all needs a namespace (or user_id / agent_id / run_id)")
     base = namespace_for(namespace, user_id, agent_id, run_id)
-    ids = any(x is not None for x in (user_id, agent_id, run_id))
-    found = covered(names, base) if ids else [n for n in names if n == base]
+    found = read_names(names, base, by_ids(user_id, agent_id, run_id))
     if not found:
         raise NamespaceNotFound(f"unknown namespace '{base}'")
     return found

@@ -222,9 +222,6 @@ def load_beam(path: Path, samples: list[str] | None = None, sessions: tuple[int,
     return _locomo_samples([_beam_chat(f) for f in folders], path, samples, sessions)
 
 
-split_sentences = sentences  # the name tests and callers know
-
-
 def load_narrativeqa(path: Path, sentences_per_step: int = 8, limit_docs: int | None = None) -> Dataset:
     docs: dict[str, str] = {}
     questions: list[QAItem] = []
@@ -247,7 +244,7 @@ def load_narrativeqa(path: Path, sentences_per_step: int = 8, limit_docs: int | 
         questions.append(QAItem(ns, question, [str(a) for a in answers]))
     steps: list[StepInput] = []
     for ns, passage in docs.items():
-        sents = split_sentences(passage)
+        sents = sentences(passage)
         for start in range(0, len(sents), sentences_per_step):
             step = start // sentences_per_step + 1
             obs = [Observation(id=f"S{start + i + 1}", namespace=ns, step=step, seq=i, text=s)

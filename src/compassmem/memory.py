@@ -23,7 +23,7 @@ from .roles import construction_roles, search_roles
 from .search.engine import SearchEngine
 from .search.graph import GraphView
 from .store import Store, open_store
-from .scope import covered, namespace_for
+from .scope import by_ids, namespace_for, read_names
 from .store.base import cache_namespace, require_namespace
 
 
@@ -220,12 +220,12 @@ class Memory:
         """What happened to an event, oldest first: created, merged, updated, observations deleted, deleted."""
         names = self._reading(namespace, user_id, agent_id, run_id, nested)
         event_id = validate.identifier(event_id, "event id")
-        namespace = next((n for n in names if self.store.history(n, event_id)), names[0])
-        entries = self.store.history(namespace, event_id)
-        if not entries:
-            raise EventNotFound(f"no history for event '{event_id}' in namespace '{namespace}' (compassmem list "
-                             "shows the ids; events built before the history table (schema v3) have none)")
-        return entries
+        for namespace in names:  # the first namespace the scope covers that has the event's history
+            entries = self.store.history(namespace, event_id)
+            if entries:
+                return entries
+        raise EventNotFound(f"no history for event '{event_id}' in namespace '{names[0]}' (compassmem list "
+                            "shows the ids; events built before the history table (schema v3) have none)")
 
     # ------------------------------------------------------------------ export / import
     def export(self, namespace: str | None, path: str | Path) -> int:
@@ -312,10 +312,8 @@ class Memory:
         user_id / agent_id / run_id (or `nested` is True), every namespace under it — user:ana covers
         user:ana/agent:planner and user:ana/run:r7. Writes stay exact. NamespaceNotFound when none exists."""
         base = namespace_for(namespace, user_id, agent_id, run_id)
-        if nested is None:
-            nested = any(x is not None for x in (user_id, agent_id, run_id))
-        names = covered(self.store.namespaces(), base) if nested else [base]
-        names = [n for n in names if self.store.has_namespace(n)]
+        nested = by_ids(user_id, agent_id, run_id) if nested is None else nested
+        names = read_names(self.store.namespaces(), base, nested)
         if not names:
             require_namespace(self.store, base)
         return names

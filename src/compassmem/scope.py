@@ -41,3 +41,14 @@ def namespace_for(namespace: str | None = None, user_id: str | None = None, agen
 def covered(names: list[str], base: str) -> list[str]:
     """`base` and the namespaces under it (base + "/..."), base first: what a read of a scope covers."""
     return [n for n in names if n == base] + sorted(n for n in names if n.startswith(base + "/"))
+
+
+def by_ids(user_id: str | None, agent_id: str | None, run_id: str | None) -> bool:
+    """Whether a memory is named by scope ids, whose reads nest (a namespace named outright does not)."""
+    return any(x is not None for x in (user_id, agent_id, run_id))
+
+
+def read_names(names: list[str], base: str, nested: bool) -> list[str]:
+    """Of the existing `names`, those a read of `base` covers: base and what is under it when `nested`,
+    else base alone; empty when none exists. The library, the REST service and the client share it."""
+    return covered(names, base) if nested else [n for n in names if n == base]

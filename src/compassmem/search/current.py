@@ -35,6 +35,20 @@ SHARED_TERMS = 3  # content words of the question both statements contain (leave
 # at most a third of the question's own
 
 
+def speaks_for_self(speaker: str | None) -> bool:
+    """Whether an observation is a person's own statement: not an assistant's, and not a book's (no speaker)."""
+    return speaker is not None and speaker.lower() not in MACHINE_ROLES
+
+
+def _need(asked: set[str]) -> int:
+    """Question words two statements of the same thing share: a short question has few words to share."""
+    return min(SHARED_TERMS, max(1, len(asked) // 3))
+
+
+def _says_change(text: str, words: set[str], need: int) -> bool:
+    return any(REVISION.search(x) and len(set(index_terms(x)) & words) >= need for x in sentences(text))
+
+
 def about_the_present(question: str) -> bool:
     """False for questions about the past or about how something started, whose answer is not the latest."""
     return not PAST.search(question)
@@ -49,14 +63,13 @@ def newer_first(graph: GraphView, question: str, order: np.ndarray, score: np.nd
     top = [int(r) for r in order[:window]]
     obs = [graph.observations[graph.obs_order[r]] for r in top]
     asked = set(index_terms(question))
-    need = min(SHARED_TERMS, max(1, len(asked) // 3))  # a short question has few words to share
+    need = _need(asked)
     shared = [set(index_terms(o.text)) & asked for o in obs]
-    changes = [states_change(o.text, question) for o in obs]
     when = [(o.step, o.seq) for o in obs]
     chrono = {r: k for k, r in enumerate(sorted(range(len(top)), key=lambda k: when[k]))}
     lifts: dict[int, int] = {}  # earlier row -> the latest restatement lifted above it
     for i, o in enumerate(obs):
-        if not changes[i] or o.speaker is None or o.speaker.lower() in MACHINE_ROLES:
+        if not speaks_for_self(o.speaker) or not _says_change(o.text, asked, need):
             continue
         best = None
         for j, p in enumerate(obs):
@@ -76,7 +89,7 @@ def states_change(text: str, question: str, earlier: str | None = None) -> bool:
     """Whether a sentence of `text` states a change with words of the question ("I drive a Tesla now"),
     words it shares with the `earlier` statement when one is given (the same thing, restated)."""
     asked = set(index_terms(question))
-    need = min(SHARED_TERMS, max(1, len(asked) // 3))
+    need = _need(asked)
     if earlier is not None:
         asked &= set(index_terms(earlier))
-    return any(REVISION.search(x) and len(set(index_terms(x)) & asked) >= need for x in sentences(text))
+    return _says_change(text, asked, need)

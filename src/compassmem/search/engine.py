@@ -128,16 +128,18 @@ class SearchEngine:
         qv = self.embedder.embed([question])[0]
         sv = self.embedder.embed(subgoals)
         texts, vectors = [question, *subgoals], np.vstack([qv[None], sv])
-        searched = [w for w in (self._search_one(view_of(src, texts, vectors), question, subgoals, qv, sv, usage)
-                                for src in sources) if w is not None]
+        graphs = [view_of(src, texts, vectors) for src in sources]
+        searched = [w for w in (self._search_one(g, question, subgoals, qv, sv, usage) for g in graphs)
+                    if w is not None]
         if not searched:
-            return Answer(question=question, namespace=view_of(sources[0], texts, vectors).namespace,
+            return Answer(question=question, namespace=graphs[0].namespace,
                           answer="Nothing is stored in this memory yet.", used_fallback=True)
         merged = sorted(((float(score), k, oid) for k, w in enumerate(searched)
                          for oid, score in zip(w.ranking, w.scores)),
                         key=lambda x: -x[0])  # stable: one namespace's order is kept among equal scores
         ranked = [(searched[k].graph, searched[k].graph.observations[oid]) for _, k, oid in merged]
-        n_handed = len(evidence_lines([o for _, o in ranked], min(s.evidence_tokens, s.max_context_tokens)))
+        ranked_obs = [o for _, o in ranked]
+        n_handed = len(evidence_lines(ranked_obs, min(s.evidence_tokens, s.max_context_tokens)))
         if len(searched) == 1:
             handed = sorted(ranked[:n_handed], key=lambda go: (go[1].step, go[1].seq))
         else:  # step numbers of different namespaces do not compare; dates do
@@ -145,15 +147,13 @@ class SearchEngine:
         events = self._events_of(ranked[:n_handed])
         text = roles.responder.respond(question, [e for _, e in events], [o for _, o in handed], s.evidence_tokens)
         handed_ids = {(g.namespace, o.id) for g, o in handed}
-        kept = {(w.graph.namespace, e): w for w in searched for e in w.frontier.kept_subgoals}
+        kept = {(w.graph.namespace, e): goals for w in searched for e, goals in w.frontier.kept_subgoals.items()}
         first = searched[0]
         return Answer(
             question=question, namespace=first.graph.namespace, answer=text or "No answer could be formed.",
             evidence=[EvidenceItem(event_id=e.id, summary=e.summary, namespace=g.namespace,
                                    observation_ids=[o for o in e.observation_ids if (g.namespace, o) in handed_ids],
-                                   time=e.time.label(),
-                                   subgoals=kept[(g.namespace, e.id)].frontier.kept_subgoals.get(e.id, [])
-                                   if (g.namespace, e.id) in kept else [])
+                                   time=e.time.label(), subgoals=kept.get((g.namespace, e.id), []))
                       for g, e in events],
             subgoals=[SubgoalState(text=g, satisfied=any(w.frontier.satisfied[i] for w in searched))
                       for i, g in enumerate(subgoals)],
@@ -161,7 +161,7 @@ class SearchEngine:
             refined_query=next((w.refined for w in searched if w.refined), None),
             used_fallback=not any(w.frontier.kept for w in searched),
             context_tokens=sum(approx_tokens(evidence_line(o)) for _, o in handed),
-            ranking=[o.id for _, o in ranked[: len(evidence_lines([o for _, o in ranked], s.ranking_tokens))]])
+            ranking=[o.id for o in ranked_obs[: len(evidence_lines(ranked_obs, s.ranking_tokens))]])
 
     def _search_one(self, graph: GraphView, question: str, subgoals: list[str], qv: np.ndarray, sv: np.ndarray,
                     usage: Usage) -> "_Searched | None":

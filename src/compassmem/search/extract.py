@@ -23,7 +23,7 @@ from ..models import Event, Observation
 from ..store import Store
 from ..timeutil import fmt, from_iso, resolve_in_text
 from ..text import content_words
-from .current import MACHINE_ROLES, about_the_present, states_change
+from .current import about_the_present, speaks_for_self, states_change
 
 WHEN = re.compile(r"^\s*(when|what (?:year|month|date|day|time)|how long ago|which (?:year|month))\b", re.I)
 WHO_WHERE = re.compile(r"^\s*(who|where)\b", re.I)
@@ -113,12 +113,11 @@ class ExtractiveResponder:
         speaker that states a change ("I drive a Tesla now" over "I drive a red Toyota"): newer facts
         win, as in the ranking (search/current.py)."""
         best = int(np.argmax(score))
-        if not about_the_present(question):
-            return best
         top = pool[best].source
+        if not about_the_present(question) or not speaks_for_self(top.speaker):
+            return best
         later = [i for i in range(len(pool)) if score[i] >= score[best] - near and pool[i].source.speaker == top.speaker
                  and (pool[i].source.step, pool[i].source.seq) > (top.step, top.seq)
-                 and top.speaker is not None and top.speaker.lower() not in MACHINE_ROLES
                  and states_change(pool[i].text, question, pool[best].text)]
         return max(later, key=lambda i: (pool[i].source.step, pool[i].source.seq, score[i])) if later else best
 

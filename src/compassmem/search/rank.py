@@ -68,11 +68,16 @@ def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: li
         event[[graph.index(e) for e in kept]] += weights.kept
     score = own + weights.event * event[graph.obs_event]
     if weights.newer_window:
-        best = np.argsort(-score, kind="stable")[: weights.newer_window]
+        best = best_first(score, weights.newer_window)
         score = newer_first(graph, question, best, score, weights.newer_window, weights.newer_margin)
+    order = best_first(score, limit)
+    return [graph.obs_order[i] for i in order], score[order]
+
+
+def best_first(score: np.ndarray, limit: int | None = None) -> np.ndarray:
+    """Rows of `score` best first, the best `limit` of them (all by default): a partition, then a sort of
+    only those; ties in stream order, as a stable sort of everything would give."""
     if limit is not None and limit < len(score):
         top = np.argpartition(-score, limit - 1)[:limit]
-        order = top[np.lexsort((top, -score[top]))]  # best first; ties in stream order, as a stable sort
-    else:
-        order = np.argsort(-score, kind="stable")
-    return [graph.obs_order[i] for i in order], score[order]
+        return top[np.lexsort((top, -score[top]))]
+    return np.argsort(-score, kind="stable")

@@ -23,7 +23,7 @@ from ..errors import (BudgetExceeded, CompassMemError, DeadlineExceeded, InputEr
                       NotFound, StepConflict, StoreError)
 from ..config import SearchMode
 from ..memory import Memory
-from ..scope import covered, namespace_for
+from ..scope import by_ids, namespace_for, read_names
 from . import keys as keyring
 from .limits import BodyLimit
 from .viewer import MAX_EVENTS, graph_data, service_page
@@ -148,8 +148,8 @@ def create_app(memory: Memory, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
         """A read's namespace and whether it covers the namespaces under it (a scope given by user_id /
         agent_id / run_id does, as in the library), or 404 naming only the caller's own name."""
         stored = t.namespace(scope)
-        nested = any(x is not None for x in (scope.user_id, scope.agent_id, scope.run_id))
-        if not (covered(memory.store.namespaces(), stored) if nested else memory.store.has_namespace(stored)):
+        nested = by_ids(scope.user_id, scope.agent_id, scope.run_id)
+        if not read_names(memory.store.namespaces(), stored, nested):
             raise NamespaceNotFound(f"unknown namespace '{stored[len(t.prefix):]}'")
         return {"namespace": stored, "nested": nested}
 
