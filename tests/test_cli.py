@@ -133,3 +133,15 @@ def test_export_import_forget_commands(tmp_path):
     assert cli("import", out, "--db", db2).returncode == 0
     r = cli("search", "tomatoes", "--db", db2, "-n", "me")
     assert r.returncode == 0 and "a1" in r.stdout
+
+
+def test_a_read_by_user_id_covers_their_agents_as_in_the_library(tmp_path):
+    db = str(tmp_path / "s.db")
+    assert cli("add", "Ana likes green tea.", "--db", db, "--user-id", "ana", "--embedder", "hash").returncode == 0
+    assert cli("add", "The planner booked a flight to Oslo.", "--db", db, "--user-id", "ana", "--agent-id", "planner",
+               "--embedder", "hash").returncode == 0
+    listed = json.loads(cli("list", "--db", db, "--user-id", "ana", "--json").stdout)
+    assert listed["total"] == 2  # user:ana and user:ana/agent:planner
+    assert json.loads(cli("list", "--db", db, "-n", "user:ana", "--json").stdout)["total"] == 1  # by name: exact
+    hits = json.loads(cli("search", "flight Oslo", "--db", db, "--user-id", "ana", "--json").stdout)
+    assert hits[0]["namespace"] == "user:ana/agent:planner"

@@ -13,7 +13,7 @@ from rich.markup import escape
 from ..errors import CompassMemError
 from .common import (AgentOpt, BaseUrlOpt, ConfigOpt, DbOpt, EMB_HELP, KeyOpt, LlmOpt, MetaOpt, NsOpt, RunOpt, SinceOpt,
                      SpeakerOpt, UntilOpt, UserOpt, console, err_console, filters_from, open_memory, parse_range,
-                     scoped)
+                     scope, scoped)
 
 app = typer.Typer(help="CompassMem: event-centric memory for LLM agents. Build an Event Graph from "
                        "conversations or documents, then ask it questions.",
@@ -82,7 +82,8 @@ def ingest(
 def ask(
     question: str = typer.Argument(..., help="The question."),
     db: str = DbOpt,
-    namespace: Optional[str] = NsOpt, user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
+    namespace: Optional[str] = NsOpt,
+    user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
     llm: str = LlmOpt, config: Optional[Path] = ConfigOpt, base_url: Optional[str] = BaseUrlOpt,
     api_key: Optional[str] = KeyOpt, as_json: bool = typer.Option(False, "--json", help="Print the Answer as JSON."),
     since: Optional[str] = SinceOpt, until: Optional[str] = UntilOpt, speaker: Optional[list[str]] = SpeakerOpt,
@@ -95,8 +96,8 @@ def ask(
     from .render import render_answer
 
     mem = open_memory(db, llm, None, config, base_url, api_key, must_exist=True)
-    answer = mem.ask(question, scoped(namespace, user_id, agent_id, run_id),
-                     filters=filters_from(since, until, speaker, meta), mode=mode)
+    answer = mem.ask(question, filters=filters_from(since, until, speaker, meta), mode=mode,
+                     **scope(namespace, user_id, agent_id, run_id))
     if as_json:
         print(answer.model_dump_json(indent=2))
     else:
@@ -108,7 +109,8 @@ def ask(
 def search(
     query: str = typer.Argument(..., help="What to look for."),
     db: str = DbOpt,
-    namespace: Optional[str] = NsOpt, user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
+    namespace: Optional[str] = NsOpt,
+    user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
     limit: int = typer.Option(10, "--limit", "-k", help="How many events (1-1000)."),
     as_json: bool = typer.Option(False, "--json", help="Print the hits as JSON."),
     since: Optional[str] = SinceOpt, until: Optional[str] = UntilOpt, speaker: Optional[list[str]] = SpeakerOpt,
@@ -118,8 +120,8 @@ def search(
     from .render import render_hits
 
     mem = open_memory(db, must_exist=True)
-    hits = mem.search(query, scoped(namespace, user_id, agent_id, run_id), limit,
-                      filters=filters_from(since, until, speaker, meta))
+    hits = mem.search(query, limit=limit, filters=filters_from(since, until, speaker, meta),
+                      **scope(namespace, user_id, agent_id, run_id))
     if as_json:
         print(json.dumps([h.model_dump() for h in hits], indent=2))
     else:
@@ -131,7 +133,8 @@ def search(
 def stats(
     db: str = DbOpt,
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="One namespace (default: all)."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."), user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
 ) -> None:
     """Counts of observations, events, relations, topics, merges and construction cost."""
     from .render import render_stats
@@ -154,7 +157,8 @@ def stats(
 def add(
     texts: list[str] = typer.Argument(..., help="The observations of one step, one argument each ('-': read lines "
                                      "from standard input)."),
-    db: str = DbOpt, namespace: Optional[str] = NsOpt, user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
+    db: str = DbOpt, namespace: Optional[str] = NsOpt,
+    user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
     speaker: Optional[str] = typer.Option(None, "--speaker", help="Who said them."),
     world_time: Optional[str] = typer.Option(None, "--world-time", help="When it happened, e.g. '8 May 2023'."),
     step: Optional[int] = typer.Option(None, "--step", help="The step number (default: the next one)."),
@@ -170,7 +174,8 @@ def add(
     pairs = (filters_from(None, None, None, metadata) or {}).get("meta")
     items = [{"text": t, "speaker": speaker} if speaker else t for t in texts]
     mem = open_memory(db, llm, embedder, config, base_url, api_key)
-    record = mem.add(items, scoped(namespace, user_id, agent_id, run_id), step, world_time, metadata=pairs)
+    record = mem.add(items, step=step, world_time=world_time, metadata=pairs,
+                     **scope(namespace, user_id, agent_id, run_id))
     mem.close()
     if as_json:
         print(record.model_dump_json(indent=2))

@@ -11,7 +11,8 @@ import typer
 from rich.markup import escape
 
 from ..errors import InputError
-from .common import AgentOpt, DbOpt, EMB_HELP, NsOpt, RunOpt, UserOpt, console, err_console, open_memory, scoped
+from .common import (AgentOpt, DbOpt, EMB_HELP, NsOpt, RunOpt, UserOpt, console, err_console, open_memory, scope,
+                     scoped)
 
 JsonOpt = typer.Option(False, "--json", help="Print the result as JSON.")
 
@@ -25,7 +26,7 @@ def list_events(
 ) -> None:
     """A page of a namespace's events (id, time, participants, summary) in the order they were stored."""
     mem = open_memory(db, must_exist=True)
-    page = mem.list(scoped(namespace, user_id, agent_id, run_id), offset, limit)
+    page = mem.list(offset=offset, limit=limit, **scope(namespace, user_id, agent_id, run_id))
     mem.close()
     if as_json:
         print(page.model_dump_json(indent=2))
@@ -44,7 +45,7 @@ def get(
 ) -> None:
     """One event: its summary, time, participants, source turns (with their observation ids) and relations."""
     mem = open_memory(db, must_exist=True)
-    detail = mem.get(event_id, scoped(namespace, user_id, agent_id, run_id))
+    detail = mem.get(event_id, **scope(namespace, user_id, agent_id, run_id))
     mem.close()
     if as_json:
         print(detail.model_dump_json(indent=2))
@@ -65,7 +66,7 @@ def history(
 ) -> None:
     """What happened to an event, oldest first: created, merged, updated, observations deleted, deleted."""
     mem = open_memory(db, must_exist=True)
-    entries = mem.history(event_id, scoped(namespace, user_id, agent_id, run_id))
+    entries = mem.history(event_id, **scope(namespace, user_id, agent_id, run_id))
     mem.close()
     if as_json:
         print(json.dumps([h.model_dump() for h in entries], indent=2))
