@@ -145,3 +145,8 @@ def test_a_read_by_user_id_covers_their_agents_as_in_the_library(tmp_path):
     assert json.loads(cli("list", "--db", db, "-n", "user:ana", "--json").stdout)["total"] == 1  # by name: exact
     hits = json.loads(cli("search", "flight Oslo", "--db", db, "--user-id", "ana", "--json").stdout)
     assert hits[0]["namespace"] == "user:ana/agent:planner"
+
+
+def test_a_bad_metadata_option_is_one_line_naming_it(tmp_path):
+    r = cli("add", "x", "--db", str(tmp_path / "m.db"), "--metadata", "foo", "--embedder", "hash")
+    assert r.returncode == 2 and r.stderr.strip() == "error: bad --metadata 'foo'; expected KEY=VALUE"

@@ -12,8 +12,8 @@ from rich.markup import escape
 
 from ..errors import CompassMemError
 from .common import (AgentOpt, BaseUrlOpt, ConfigOpt, DbOpt, EMB_HELP, KeyOpt, LlmOpt, MetaOpt, NsOpt, RunOpt, SinceOpt,
-                     SpeakerOpt, UntilOpt, UserOpt, console, err_console, filters_from, open_memory, parse_range,
-                     scope, scoped)
+                     SpeakerOpt, UntilOpt, UserOpt, console, err_console, filters_from, key_values, open_memory,
+                     parse_range, scope, scoped)
 
 app = typer.Typer(help="CompassMem: event-centric memory for LLM agents. Build an Event Graph from "
                        "conversations or documents, then ask it questions.",
@@ -171,7 +171,7 @@ def add(
     """Add one step of observations (a session, a chunk) to a memory: Memory.add."""
     if texts == ["-"]:
         texts = [line.rstrip("\n") for line in sys.stdin if line.strip()]
-    pairs = (filters_from(None, None, None, metadata) or {}).get("meta")
+    pairs = key_values(metadata, "--metadata") or None
     items = [{"text": t, "speaker": speaker} if speaker else t for t in texts]
     mem = open_memory(db, llm, embedder, config, base_url, api_key)
     record = mem.add(items, step=step, world_time=world_time, metadata=pairs,

@@ -50,15 +50,21 @@ def scoped(namespace: str | None, user_id: str | None, agent_id: str | None, run
     return namespace_for(namespace, user_id, agent_id, run_id)
 
 
+def key_values(items: list[str] | None, option: str) -> dict[str, str]:
+    """Repeated KEY=VALUE options as a dict; a malformed one is a one-line error naming its option."""
+    pairs = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"bad {option} '{item}'; expected KEY=VALUE")
+        pairs[key] = value
+    return pairs
+
+
 def filters_from(since: str | None, until: str | None, speaker: list[str] | None,
                  meta: list[str] | None) -> dict | None:
     """The --since/--until/--speaker/--meta options as Memory's `filters` (None when none is given)."""
-    pairs = {}
-    for item in meta or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"bad --meta '{item}'; expected KEY=VALUE")
-        pairs[key] = value
+    pairs = key_values(meta, "--meta")
     given = {"since": since, "until": until, "speaker": speaker or None, "meta": pairs or None}
     return {k: v for k, v in given.items() if v is not None} or None
 
