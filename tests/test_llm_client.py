@@ -40,6 +40,8 @@ def test_extract_json_tolerates_think_fences_and_chatter():
     assert extract_json('<think>hmm {"no": 1}</think>{"a": 1}') == {"a": 1}
     assert extract_json('Sure!\n```json\n{"a": 2}\n```') == {"a": 2}
     assert extract_json('The answer is {"a": 3} as requested.') == {"a": 3}
+    # a raw newline inside a string value, as llama.cpp's JSON grammar lets through (seen from Qwen 1.5B)
+    assert extract_json('{"why": "the mural and\n", "action": "EXPAND"}') == {"why": "the mural and\n", "action": "EXPAND"}
     with pytest.raises(ValueError):
         extract_json("no json here")
 

@@ -272,10 +272,10 @@ class _Scripted:
         elif name == "select":
             out = {"selected": re.findall(r"^(\S+) \(", user, re.M)[:2]}
         elif name == "explore_batch":
-            out = {"decisions": [{"event_id": e, "action": "EXPAND", "next": [], "satisfied": []}
-                                 for e in re.findall(r"^### Event (\S+)", user, re.M)]}
+            out = {f"event_{i}": {"why": "", "action": "EXPAND", "next": [], "satisfied": []}
+                   for i in range(1, len(re.findall(r"^### event_", user, re.M)) + 1)}
         elif name == "explore":
-            out = {"action": "EXPAND", "next": [], "satisfied": []}
+            out = {"why": "", "action": "EXPAND", "next": [], "satisfied": []}
         elif name == "refine":
             out = {"query": "support group date"}
         else:
@@ -302,10 +302,11 @@ def test_graph_mode_calls_the_model_once_and_agentic_mode_keeps_to_its_call_budg
             assert provider.roles == ["respond"] and answer.trace, "graph mode explores offline, then answers"
         else:
             assert len(provider.roles) <= budget and provider.roles[-1] == "respond"
-            assert provider.roles[:3] == ["plan", "select", "explore_batch"]
             assert "explore" not in provider.roles  # a round of all explorers is one call
-            if budget == 4:
-                assert provider.roles == ["plan", "select", "explore_batch", "respond"]
+            if budget == 4:  # too few calls for the model to choose starts and still walk two rounds
+                assert provider.roles == ["plan", "explore_batch", "explore_batch", "respond"]
+            else:
+                assert provider.roles[:3] == ["plan", "select", "explore_batch"]
     with pytest.raises(InputError, match="mode must be one of"):
         mem.ask(question, "demo", mode="fast")
 
@@ -324,3 +325,88 @@ def test_neighbours_of_the_best_events_are_taken_in_turn_and_capped():
     assert _neighbours(rels, ["a", "b", "c"], {"a", "b", "c"}, None, 4) == ["h0", "b0", "x", "h1"]
     assert _neighbours(rels, ["a", "b", "c"], {"a", "b", "c", "h0"}, {"h0", "h1", "b1"}, 10) == ["h1", "b1"]
     assert _neighbours(rels, ["a"], {"a"}, None, 0) == []
+
+
+class _MenuModel:
+    """A model that picks menu entry `pick` and sub-goal 1 and says why; it records the schemas it is sent."""
+
+    model = "menu"
+
+    def __init__(self, pick: int) -> None:
+        self.pick, self.schemas = pick, []
+
+    def complete(self, messages, schema, *, temperature, max_tokens, name, timeout_s=None):
+        import json
+
+        from compassmem.llm import Completion
+
+        self.schemas.append(schema)
+
+        def one(props):
+            out = {"why": "names the puppy", "action": "EXPAND"}
+            if "next" in props:
+                out["next"] = [self.pick]
+            if "satisfied" in props:
+                out["satisfied"] = [1]
+            return out
+
+        if name == "explore":
+            out = one(schema["properties"])
+        elif name != "explore_batch":
+            out = {"select": {"selected": []}, "refine": {"query": "puppy name"}}.get(name, {"answer": "7 May 2023"})
+        else:
+            out = {k: one(schema["$defs"][ref["$ref"].rsplit("/", 1)[1]]["properties"])
+                   for k, ref in schema["properties"].items()}
+        return Completion(json.dumps(out), 10, 5, 0.0)
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_llm_explorers_choose_neighbours_from_a_numbered_menu(demo_memory, batched):
+    """Issue "LLM mode II" item 1: the model answers with menu numbers, the grammar admits only numbers on
+    the menu, and the search applies them as that event's neighbour ids (sub-goal 1 → index 0); the trace
+    keeps what was offered and the model's reason. A number off the menu is refused by validation."""
+    from compassmem.config import LLMSettings
+    from compassmem.errors import LLMError
+    from compassmem.llm import LLMClient
+    from compassmem.search.explorer import LLMPolicy, StepContext, _context
+
+    mem = demo_memory
+    graph = GraphView.load(mem.store, "demo")
+    eid = next(e for e in graph.ids if len(graph.neighbours(e)) >= 2)
+    sims = np.ones((len(graph.ids), 2))
+    frontier = Frontier(sims, graph.index, 10)
+    ctx = _context(frontier, graph, eid, "What is the puppy called?", ["the puppy's name"], 3, True)
+    ctxs = [ctx, _context(frontier, graph, graph.ids[0], "What is the puppy called?", ["the puppy's name"], 3, True)]
+    model = _MenuModel(pick=2)
+    policy = LLMPolicy(LLMClient(model, LLMSettings(cache=False)), graph)
+    out = policy.decide_batch(ctxs)[0] if batched else policy.decide(ctx)
+    assert out.next == [ctx.neighbours[1].event_id] and out.satisfied == [0] and out.why == "names the puppy"
+    props = model.schemas[0]["properties"] if not batched else \
+        model.schemas[0]["$defs"][model.schemas[0]["properties"]["event_1"]["$ref"].rsplit("/", 1)[1]]["properties"]
+    def allowed(items):  # a one-value Literal is written as const
+        return items.get("enum", [items.get("const")])
+
+    assert allowed(props["next"]["items"]) == list(range(1, len(ctx.neighbours) + 1))
+    assert allowed(props["satisfied"]["items"]) == [1]
+    bad = LLMPolicy(LLMClient(_MenuModel(pick=len(ctx.neighbours) + 1), LLMSettings(cache=False, retries=0)), graph)
+    with pytest.raises(LLMError, match="explore"):
+        bad.decide(ctx)
+    assert isinstance(ctx, StepContext)
+
+
+def test_the_trace_records_what_was_offered_and_why(demo_memory):
+    from compassmem.config import LLMSettings
+    from compassmem.llm import LLMClient
+    from compassmem.roles import search_roles
+    from compassmem.search.engine import SearchEngine
+    from compassmem.search.planner import OfflinePlanner
+
+    mem = demo_memory
+    client = LLMClient(_MenuModel(pick=1), LLMSettings(cache=False))
+    engine = SearchEngine(mem.embedder, search_roles(client, mem.embedder, mem.settings, mem.store, "agentic"),
+                          mem.settings.search, client, 6)
+    engine.roles.planner = OfflinePlanner()
+    answer = engine.ask(mem._source("demo"), "When did Tom adopt Biscuit?")
+    steps = [t for t in answer.trace if t.offered]
+    assert steps and all(t.why == "names the puppy" for t in answer.trace)
+    assert all(len(t.next) == 1 for t in steps), "a decision with neighbours on offer moved along one"

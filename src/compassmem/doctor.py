@@ -25,19 +25,19 @@ ROLE_CHECKS: dict[str, tuple[type[BaseModel], dict[str, object]]] = {
     "judge": (schemas.JudgeOut, {"old_time": "2023-05-07", "old_people": "Ana", "old_summary": "Ana adopted a puppy.",
                                  "new_time": "2023-05-07", "new_people": "Ana", "new_summary": "Ana got a puppy, Luna."}),
     "topic_label": (schemas.TopicLabelOut, {"events": "- Ana adopted a puppy\n- Ana walks Luna every morning"}),
-    "plan": (schemas.PlanOut, {"question": "Why did Ana adopt a puppy and what is it called?", "min_subgoals": 2,
-                               "max_subgoals": 5}),
+    "plan": (schemas.PlanOut, {"question": "Why did Ana adopt a puppy and what is it called?", "max_subgoals": 5}),
     "select": (schemas.SelectOut, {"question": "What is Ana's puppy called?", "subgoals": "0. puppy's name",
                                    "candidates": "e1.0 (0.71, 2023-05-07): Ana adopted a puppy named Luna.\n"
                                                  "e2.0 (0.20, 2023-06-01): Ben went hiking.", "max_pick": 2}),
-    "explore": (schemas.ExploreOut, {"question": "What is Ana's puppy called?", "subgoals": "0. [ ] puppy's name",
-                                     "kept": "(none)", "current_id": "e1.0", "current_time": "2023-05-07",
-                                     "current_people": "Ana", "current_text": _OBS,
-                                     "neighbours": "- e0.3 (e0.3 -[causal]-> e1.0): Ana's old dog died.", "max_next": 3}),
-    "explore_batch": (schemas.ExploreBatchOut, {
-        "question": "What is Ana's puppy called?", "subgoals": "0. [ ] puppy's name", "kept": "(none)", "n": 2,
-        "events": "### Event e1.0 (2023-05-07; people: Ana)\n" + _OBS + "\nUnvisited neighbours of e1.0:\n(none)\n\n"
-                  "### Event e2.0 (2023-06-01; people: Ben)\nBen: I went hiking.\nUnvisited neighbours of e2.0:\n(none)",
+    "explore": (schemas.explore_choice(1, (1,), 3), {
+        "question": "Why did Ana adopt a puppy?", "subgoals": "1. [open] why Ana adopted a puppy", "kept": "(none)",
+        "current_time": "2023-05-08", "current_people": "Ana", "current_text": "Ana adopted a puppy named Luna.",
+        "neighbours": "1. causal ← (2023-05-01; Ana) Ana's old dog died.", "max_next": 3}),
+    "explore_batch": (schemas.explore_round((1, 0), (1,), 3), {
+        "question": "Why did Ana adopt a puppy?", "subgoals": "1. [open] why Ana adopted a puppy", "kept": "(none)",
+        "n": 2, "events": "### event_1 (2023-05-08; people: Ana)\nAna adopted a puppy named Luna.\nIts unvisited "
+                          "neighbours:\n1. causal ← (2023-05-01; Ana) Ana's old dog died.\n\n"
+                          "### event_2 (2023-06-01; people: Ben)\nBen went hiking.\nIts unvisited neighbours:\n(none)",
         "max_next": 3}),
     "refine": (schemas.RefineOut, {"question": "Why did Ana adopt a puppy?", "satisfied": "- (none)",
                                    "unsatisfied": "- reason for adopting", "evidence": "(nothing yet)"}),

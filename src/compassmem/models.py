@@ -214,6 +214,8 @@ class TraceStep(BaseModel):
     next: list[str] = Field(default_factory=list)
     satisfied: list[int] = Field(default_factory=list)
     rejected_next: list[str] = Field(default_factory=list, description="ids the policy named that were not neighbours")
+    offered: int = Field(0, description="unvisited neighbours the decision could choose from")
+    why: str = Field("", description="the model's reason for its decision (empty offline)")
 
 
 class Answer(BaseModel):

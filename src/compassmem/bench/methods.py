@@ -92,6 +92,9 @@ class CompassMemMethod:
             "path_lengths": list(paths.values()), "kept": len(a.evidence) if not a.used_fallback else 0,
             "skip": actions.count("SKIP"), "expand": actions.count("EXPAND"), "answer": actions.count("ANSWER"),
             "refined": a.refined_query is not None, "fallback": a.used_fallback,
+            # decisions that had neighbours on offer, and those of them that moved along one or met a sub-goal
+            "offered": sum(1 for s in a.trace if s.offered),
+            "moved": sum(1 for s in a.trace if s.offered and (s.next or s.satisfied)),
         }
         return MethodResult(a.answer, a.observation_ids(), a.context_tokens, a.usage, latency, search,
                             ranking=a.ranking)

@@ -92,6 +92,9 @@ def summarise(rows: list[dict], timings: list[dict]) -> dict[str, Any]:
                 "actions": acts, "actions_pct": {k: round(100 * v / total_acts, 1) for k, v in acts.items()},
                 "refinement_rate": _avg([float(s["refined"]) for s in searched]),
                 "kept": _avg([s["kept"] for s in searched]), "kept_none": sum(s["kept"] == 0 for s in searched),
+                # of the decisions that had neighbours on offer, the share that named one or met a sub-goal
+                "moved_pct": round(100 * sum(s.get("moved", 0) for s in searched)
+                                   / (sum(s.get("offered", 0) for s in searched) or 1), 1),
             }
         methods[name] = entry
     for i, ref in enumerate(REFERENCES):
@@ -219,14 +222,14 @@ def markdown(summary: dict[str, Any], title: str, command: str) -> str:
     if searched:
         out += ["", "Search statistics (cf. the paper's Table 4):", "",
                 "| method | subgoals | satisfied % | fully satisfied | start nodes | steps | paths | path len (max) | "
-                "EXPAND / SKIP / ANSWER % | refinement % | kept (none) |", "|---|" + "---|" * 10]
+                "EXPAND / SKIP / ANSWER % | refinement % | kept (none) | moved % |", "|---|" + "---|" * 11]
         for n in searched:
             s = m[n]["search"]
             a = s["actions_pct"]
             out.append(f"| {n} | {s['subgoals']} | {_fmt(s['satisfaction_rate'])} | {s['fully_satisfied']} | "
                        f"{s['start_nodes']} | {s['steps']} | {s['paths']} | {s['path_length']} ({s['max_path_length']}) | "
                        f"{a['expand']} / {a['skip']} / {a['answer']} | {_fmt(s['refinement_rate'])} | "
-                       f"{s['kept']} ({s['kept_none']}) |")
+                       f"{s['kept']} ({s['kept_none']}) | {s.get('moved_pct', 0.0)} |")
     if summary["construction"]:
         out += ["", "Construction:", "", "| memory | steps | observations | wall (s) | obs/s | step p50 / p95 (s) | "
                 "LLM calls/step | tokens/step |", "|---|---|---|---|---|---|---|---|"]

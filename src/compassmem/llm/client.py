@@ -31,7 +31,8 @@ def strip_think(text: str) -> str:
 
 
 def extract_json(text: str) -> Any:
-    """Parse the model's JSON, tolerating <think> blocks, code fences and chatter around one object."""
+    """Parse the model's JSON, tolerating <think> blocks, code fences and chatter around one object, and raw
+    control characters inside strings (llama.cpp's JSON grammar lets a newline into a string value)."""
     body = strip_think(text)
     candidates = [body]
     candidates += [m.group(1) for m in _FENCE.finditer(body)]
@@ -40,7 +41,7 @@ def extract_json(text: str) -> Any:
         candidates.append(body[start : end + 1])
     for c in candidates:
         try:
-            return json.loads(c)
+            return json.loads(c, strict=False)
         except (json.JSONDecodeError, ValueError):
             continue
     raise ValueError("no JSON object in the output")

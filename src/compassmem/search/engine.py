@@ -16,11 +16,12 @@ from ..models import Answer, Event, EvidenceItem, Observation, ObservationHit, S
 from .explorer import ExplorerPolicy, run_rounds
 from .frontier import Frontier
 from .graph import GraphView, approx_tokens
-from .localize import Candidate, StartSelector, candidates_for
+from .localize import Candidate, OfflineStartSelector, StartSelector, candidates_for
 from .planner import Planner
 from .rank import RankWeights, rank_observations
 from .responder import Responder, evidence_line, evidence_lines
 
+_OFFLINE_SELECTOR = OfflineStartSelector()
 RANK_DEPTH = 1000  # observations ranked per ask: far more than the largest evidence budget needs
 PolicyFactory = Callable[[GraphView, np.ndarray], ExplorerPolicy]  # (graph, events × [q, subgoals] sims)
 # A whole GraphView, or a loader of the part of the graph some query texts need (GraphView.around)
@@ -98,9 +99,14 @@ class SearchEngine:
         return answer
 
     def _starts(self, query: str, subgoals: list[str], cands: list[Candidate], graph: GraphView,
-                sv: np.ndarray) -> list[str]:
+                sv: np.ndarray, usage: Usage) -> list[str]:
+        """Under a call budget that leaves fewer than two exploration rounds, the starts are chosen offline
+        (greedy sub-goal coverage): with 4 calls, a model's start selection left one round, so the
+        neighbours the explorers chose were never visited; now the 4 calls are plan, two rounds, answer."""
         s = self.settings
-        picks = self.roles.selector.select(query, subgoals, cands, graph, sv, s.max_start_nodes)
+        rounds = self._rounds_left(usage)
+        selector = self.roles.selector if rounds is None or rounds > 2 else _OFFLINE_SELECTOR
+        picks = selector.select(query, subgoals, cands, graph, sv, s.max_start_nodes)
         return with_anchors(picks, cands, s.anchor_starts, s.max_start_nodes)
 
     def _rounds_left(self, usage: Usage, reserve: int = 1) -> int | None:
@@ -175,7 +181,7 @@ class SearchEngine:
         frontier = Frontier(sims, graph.index, s.max_steps)
 
         cands = candidates_for(graph, qv, question, s)
-        starts = self._starts(question, subgoals, cands, graph, sv)
+        starts = self._starts(question, subgoals, cands, graph, sv, usage)
         with frontier.cond:
             frontier.push(starts)
         self._explore(frontier, graph, policy, question, subgoals, usage)
@@ -189,7 +195,7 @@ class SearchEngine:
             if refined and refined.strip().lower() != question.lower():
                 rv = self.embedder.embed([refined])[0]
                 more = candidates_for(graph, rv, refined, s, exclude=seen)
-                new_starts = self._starts(refined, subgoals, more, graph, sv)
+                new_starts = self._starts(refined, subgoals, more, graph, sv, usage)
                 frontier.reopen(s.max_steps)
                 with frontier.cond:
                     frontier.push(new_starts)

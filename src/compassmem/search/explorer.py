@@ -14,7 +14,7 @@ import numpy as np
 from ..llm import LLMClient
 from ..models import Event, TraceStep
 from ..prompts import prompt
-from ..schemas import ExploreBatchOut, ExploreOut
+from ..schemas import ExploreOut, explore_choice, explore_round
 from .frontier import Frontier
 from .graph import GraphView, Neighbour
 from ..text import content_words
@@ -83,53 +83,72 @@ class OfflinePolicy:
 
 
 class LLMPolicy:
+    """The model decides. Each event's unvisited neighbours are shown as a numbered menu and its open
+    sub-goals by number; the output schema (schemas.explore_choice) only admits those numbers, and the
+    answer is mapped back to event ids here, with the model's one-line reason kept for the trace."""
+
     def __init__(self, llm: LLMClient, graph: GraphView, show_relations: bool = True) -> None:
         self.llm = llm
         self.graph = graph
         self.show_relations = show_relations
 
+    @staticmethod
+    def _open(ctx: StepContext) -> tuple[int, ...]:
+        """Numbers (1-based, as shown) of the sub-goals still open."""
+        return tuple(j + 1 for j, s in enumerate(ctx.satisfied) if not s)
+
     def _goals(self, ctx: StepContext) -> str:
-        return "\n".join(f"{j}. [{'x' if s else ' '}] {t}" for j, (t, s) in enumerate(zip(ctx.subgoals, ctx.satisfied)))
+        return "\n".join(f"{j + 1}. [{'met' if s else 'open'}] {t}"
+                         for j, (t, s) in enumerate(zip(ctx.subgoals, ctx.satisfied)))
 
     def _kept(self, ctx: StepContext) -> str:
         """Kept events by their summaries, newest last: whole spans made prompts of 6 K characters."""
-        return "\n".join(f"- {e.id} ({e.time.label()}): {e.summary[:240]}" for e in ctx.kept)[-2400:] or "(none)"
+        return "\n".join(f"- ({e.time.label()}) {e.summary[:240]}" for e in ctx.kept)[-2400:] or "(none)"
 
-    def _neighbours(self, ctx: StepContext) -> str:
+    def _menu(self, ctx: StepContext) -> str:
         rows = []
-        for n in ctx.neighbours:
-            rel = f" ({n.hint(ctx.event.id)})" if self.show_relations else ""
-            rows.append(f"- {n.event_id}{rel}: {self.graph.events[n.event_id].summary[:240]}")
-        return "\n".join(rows) or "(none)"
+        for k, n in enumerate(ctx.neighbours, 1):
+            e = self.graph.events[n.event_id]
+            how = (f"{n.type} {'→' if n.outgoing else '←'} " if self.show_relations else "")
+            rows.append(f"{k}. {how}({e.time.label()}; {', '.join(e.participants) or 'unknown'}) {e.summary[:200]}")
+        return "\n".join(rows) or "(none: this event has no unvisited neighbour)"
 
     def _current(self, ctx: StepContext) -> str:
         """The event's summary and the one source turn that best matches the question, not its whole span."""
         line = self.graph.best_line(ctx.event, ctx.question)
         return f"{ctx.event.summary}\nBest matching turn: {line}" if line else ctx.event.summary
 
+    @staticmethod
+    def _decision(ctx: StepContext, choice) -> ExploreOut:
+        """The model's numbers as the search's ids: menu k is the k-th neighbour, sub-goal j is index j-1."""
+        nxt = [ctx.neighbours[k - 1].event_id for k in dict.fromkeys(getattr(choice, "next", [])) if 0 < k <= len(ctx.neighbours)]
+        met = [j - 1 for j in dict.fromkeys(getattr(choice, "satisfied", []))]
+        return ExploreOut(action=choice.action, next=nxt[: ctx.max_next], satisfied=met, why=choice.why)
+
+    def _schema(self, ctx: StepContext) -> type:
+        return explore_choice(len(ctx.neighbours), self._open(ctx), ctx.max_next)
+
     def decide(self, ctx: StepContext) -> ExploreOut:
-        return self.llm.structured(
-            prompt("explore"), ExploreOut, question=ctx.question, subgoals=self._goals(ctx), kept=self._kept(ctx),
-            current_id=ctx.event.id, current_time=ctx.event.time.label(),
+        choice = self.llm.structured(
+            prompt("explore"), self._schema(ctx), question=ctx.question, subgoals=self._goals(ctx),
+            kept=self._kept(ctx), current_time=ctx.event.time.label(),
             current_people=", ".join(ctx.event.participants) or "unknown", current_text=self._current(ctx),
-            neighbours=self._neighbours(ctx), max_next=ctx.max_next)
+            neighbours=self._menu(ctx), max_next=ctx.max_next)
+        return self._decision(ctx, choice)
 
     def decide_batch(self, ctxs: list[StepContext]) -> list[ExploreOut]:
         if len(ctxs) == 1:
             return [self.decide(ctxs[0])]
         blocks = []
-        for c in ctxs:
+        for i, c in enumerate(ctxs, 1):
             e = c.event
-            blocks.append(f"### Event {e.id} ({e.time.label()}; people: {', '.join(e.participants) or 'unknown'})\n"
-                          f"{self._current(c)}\nUnvisited neighbours of {e.id}:\n{self._neighbours(c)}")
-        out = self.llm.structured(prompt("explore_batch"), ExploreBatchOut, question=ctxs[0].question,
+            blocks.append(f"### event_{i} ({e.time.label()}; people: {', '.join(e.participants) or 'unknown'})\n"
+                          f"{self._current(c)}\nIts unvisited neighbours:\n{self._menu(c)}")
+        schema = explore_round(tuple(len(c.neighbours) for c in ctxs), self._open(ctxs[0]), ctxs[0].max_next)
+        out = self.llm.structured(prompt("explore_batch"), schema, question=ctxs[0].question,
                                   subgoals=self._goals(ctxs[0]), kept=self._kept(ctxs[0]), events="\n\n".join(blocks),
                                   max_next=ctxs[0].max_next, n=len(ctxs))
-        by_id = {d.event_id.strip(): d for d in out.decisions}
-        # an event the model did not decide on is kept (EXPAND, no moves): evidence is never dropped silently
-        return [ExploreOut(action=by_id[c.event.id].action, next=by_id[c.event.id].next,
-                           satisfied=by_id[c.event.id].satisfied) if c.event.id in by_id
-                else ExploreOut(action="EXPAND") for c in ctxs]
+        return [self._decision(c, getattr(out, f"event_{i}")) for i, c in enumerate(ctxs, 1)]
 
 
 def _context(frontier: Frontier, graph: GraphView, eid: str, question: str, subgoals: list[str], max_next: int,
@@ -146,7 +165,7 @@ def _apply(frontier: Frontier, worker: int, ctx: StepContext, out: ExploreOut, m
     rejected = [x for x in out.next if x not in allowed]
     newly = [j for j in out.satisfied if 0 <= j < len(ctx.subgoals)] if out.action != "SKIP" else []
     step = TraceStep(explorer=worker, round=frontier.round, event_id=ctx.event.id, action=out.action, next=nxt,
-                     satisfied=newly, rejected_next=rejected)
+                     satisfied=newly, rejected_next=rejected, offered=len(ctx.neighbours), why=out.why)
     frontier.finish(ctx.event.id, step, keep=out.action != "SKIP", newly_satisfied=newly, next_ids=nxt)
 
 

@@ -67,8 +67,7 @@ class LLMPlanner:
         self.llm = llm
 
     def plan(self, question: str, max_subgoals: int) -> list[str]:
-        out = self.llm.structured(prompt("plan"), PlanOut, question=question, min_subgoals=2,
-                                  max_subgoals=max_subgoals)
+        out = self.llm.structured(prompt("plan"), PlanOut, question=question, max_subgoals=max_subgoals)
         goals = [g.strip() for g in out.subgoals if g.strip()]
         return list(dict.fromkeys(goals))[:max_subgoals] or [question]
 
