@@ -6,6 +6,7 @@ import numpy as np
 
 from compassmem import Memory, Settings
 from compassmem.models import Observation
+from compassmem.search.responder import Reply
 from compassmem.search.extract import ExtractiveResponder, candidates
 from compassmem.search.rank import RankWeights, named_participants, rank_observations
 from compassmem.store import SQLiteStore
@@ -72,7 +73,7 @@ def test_extractive_answer_is_never_a_question_and_prefers_the_reply():
     obs = [_obs(1, "Priya", "Who will feed my cat while I am away?"),
            _obs(2, "Lee", "Don't worry, Sam will feed Priya's cat, he promised.")]
     answer = r.respond("Who will feed Priya's cat?", [], obs, 1000)
-    assert answer == "Sam"  # the name the question lacks, not the question turn that repeats it
+    assert answer == Reply("Sam", "span")  # the name the question lacks, not the question turn that repeats it
     assert [c.reply_to_question for c in candidates(obs)] == [True]
 
 
@@ -82,7 +83,7 @@ def test_extractive_when_answer_is_the_resolved_date_of_the_stating_turn():
     r = ExtractiveResponder(make_embedder("hash"), SQLiteStore(":memory:"))
     obs = [_obs(1, "Ana", "I love my puppy Luna so much."),
            _obs(2, "Ana", "Wow, thanks! I adopted Luna yesterday.")]
-    assert r.respond("When did Ana adopt Luna?", [], obs, 1000) == "7 May 2023"
+    assert r.respond("When did Ana adopt Luna?", [], obs, 1000) == Reply("7 May 2023", "resolved_date")
 
 
 def test_extractive_strips_fillers_and_handles_question_only_evidence():
@@ -90,9 +91,25 @@ def test_extractive_strips_fillers_and_handles_question_only_evidence():
 
     r = ExtractiveResponder(make_embedder("hash"), SQLiteStore(":memory:"))
     assert r.respond("What breed?", [], [_obs(1, "Ana", "Wow, Ben! A border collie, very smart.")], 1000) \
-        == "A border collie, very smart."
+        == Reply("A border collie, very smart.", "span")
     assert r.respond("What breed?", [], [_obs(1, "Ben", "What breed is she?")], 1000) \
-        == "Not stated in memory; it was only asked about on 8 May 2023."
+        == Reply("Not stated in memory; it was only asked about on 8 May 2023.", "none")
+
+
+def test_a_which_question_without_a_stated_name_gets_the_evidence_turn_not_a_fragment():
+    """Issue "LLM mode II" item 4: "Which city was Lena living in before she became a librarian?" was
+    answered with a clause fragment; when no strong clause names the answer, the reply is the best turn
+    itself, with its speaker and date, and says so."""
+    from compassmem.embed import make_embedder
+
+    r = ExtractiveResponder(make_embedder("hash"), SQLiteStore(":memory:"))
+    obs = [_obs(1, "Lena", "before I became a librarian I lived up north for years, it was cold")]
+    reply = r.respond("Which city was Lena living in before she became a librarian?", [], obs, 1000)
+    assert reply == Reply("[8 May 2023] Lena: before I became a librarian I lived up north for years, it was cold",
+                          "evidence_turn")
+    obs.append(_obs(2, "Lena", "Before I became a librarian I was living in Glasgow."))
+    assert r.respond("Which city was Lena living in before she became a librarian?", [], obs, 1000) \
+        == Reply("Glasgow", "span")
 
 
 def test_search_returns_ranked_events_with_turns_and_makes_no_model_call(tmp_path):

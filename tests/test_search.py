@@ -144,6 +144,26 @@ def demo_memory(tmp_path):
     mem.close()
 
 
+DEMO_ANSWERS = {  # what each demo question must be answered with, offline (issue "LLM mode II" item 5)
+    "Why did Maya start taking a pottery class?": "Because I have free time now",
+    "When did Tom adopt Biscuit?": "2 March 2024",
+    "Why did Maya start learning Italian?": "to honour her",
+    "How did Tom keep his fitness after twisting his ankle?": "I am swimming instead to keep my fitness",
+    "What led Maya to open an online shop, and what is it called?": "Maya Clay",
+    "When did Tom finish the Porto marathon?": "the week before 20 May 2024",
+}
+
+
+def test_every_demo_answer_is_right(demo_memory):
+    from compassmem.cli.demo import load_demo
+
+    assert set(DEMO_ANSWERS) == set(load_demo()["questions"])
+    for question, expected in DEMO_ANSWERS.items():
+        a = demo_memory.ask(question, "demo")
+        assert expected in a.answer, (question, a.answer)
+        assert a.answer_kind in ("span", "resolved_date")
+
+
 def test_answer_object_invariants(demo_memory):
     a = demo_memory.ask("When did Tom finish the Porto marathon?", "demo")
     ids = {o.id for o in demo_memory.store.observations("demo")}
@@ -410,3 +430,73 @@ def test_the_trace_records_what_was_offered_and_why(demo_memory):
     steps = [t for t in answer.trace if t.offered]
     assert steps and all(t.why == "names the puppy" for t in answer.trace)
     assert all(len(t.next) == 1 for t in steps), "a decision with neighbours on offer moved along one"
+
+
+@pytest.mark.slow
+def test_offline_answers_are_dates_spans_or_the_evidence_turn_itself(built):
+    """Issue "LLM mode II" item 4, on a dev sample (25 questions of each conversation): an offline answer
+    is a date, a span copied from a handed evidence turn (a name list: each name from one), or that turn
+    itself as the answerer is shown it; and answer_kind says which."""
+    import re
+
+    from compassmem.search.responder import evidence_line
+    from compassmem.timeutil import parse_date
+
+    mem, ds, _ = built
+    kinds = set()
+    for ns in ds.namespaces():
+        for q in [q for q in ds.questions if q.namespace == ns][:25]:
+            a = mem.ask(q.question, ns)
+            handed = mem.store.get_observations(ns, a.observation_ids())
+            texts, lines = [o.text for o in handed], [evidence_line(o) for o in handed]
+            kinds.add(a.answer_kind)
+            if a.answer_kind == "resolved_date":
+                assert parse_date(a.answer) or re.search(r"\b(19|20)\d\d\b", a.answer), a.answer
+            elif a.answer_kind == "span":
+                assert all(any(part in t for t in texts) for part in a.answer.split(", ")), (q.question, a.answer)
+            elif a.answer_kind == "evidence_turn":
+                assert a.answer in lines, (q.question, a.answer)
+            else:
+                assert a.answer_kind == "none" and not handed
+    assert {"resolved_date", "span"} <= kinds
+
+
+LENA = [  # a 15-turn chat written for issue "LLM mode II" item 4: each question below was once answered wrongly
+    (1, "3 January 2024", [("Lena", "Happy new year! I'm still living in Edinburgh, but I applied for a librarian job in Glasgow."),
+                          ("Clyde", "Good luck! I know a few people at the Glasgow libraries."),
+                          ("Lena", "Thanks Clyde. Fingers crossed for the interview next week.")]),
+    (2, "20 January 2024", [("Lena", "Great news, I got the job at the Mitchell Library!"),
+                           ("Clyde", "Congratulations! How did you manage it?"),
+                           ("Lena", "My old friend Kirsty works there and she recommended me to the head librarian."),
+                           ("Clyde", "That's so kind of her."),
+                           ("Lena", "I'm moving from Edinburgh to Glasgow next month.")]),
+    (3, "2 March 2024", [("Lena", "I moved into a flat near the library, I walk to work now."),
+                        ("Clyde", "Do you like the job?"),
+                        ("Lena", "I love it, I run the children's reading hour on Saturdays."),
+                        ("Clyde", "I'm vegetarian now, by the way, so our dinner plans change."),
+                        ("Lena", "No problem, I know a great vegetarian place in the West End.")]),
+    (4, "10 April 2024", [("Clyde", "I am not vegetarian anymore, I eat fish now."),
+                         ("Lena", "Ha, that was quick! Fish and chips then.")]),
+]
+LENA_ANSWERS = {
+    "Who helped Lena get her job at the Mitchell Library?": ("Kirsty", "span"),
+    "Which city was Lena living in before she became a librarian?": ("Edinburgh", "span"),
+    "Is Clyde vegetarian?": ("I am not vegetarian anymore, I eat fish now.", "span"),
+    "When did Lena get the job at the Mitchell Library?": ("20 January 2024", "resolved_date"),
+    "What does Lena do on Saturdays?": ("I run the children's reading hour on Saturdays", "span"),
+}
+
+
+def test_offline_answers_to_the_lena_questions():
+    """A name only when a strong clause states it (the helper, not the person who asked), a place only
+    when said as a place, the newer statement for a present-tense question, the date a turn states."""
+    from compassmem.models import Observation
+
+    mem = Memory(":memory:")
+    for step, when, turns in LENA:
+        mem.add([Observation(id=f"D{step}:{i}", namespace="lena", step=step, seq=i, speaker=who, text=text, time=when)
+                 for i, (who, text) in enumerate(turns, 1)], namespace="lena", step=step, world_time=when)
+    for question, (expected, kind) in LENA_ANSWERS.items():
+        a = mem.ask(question, "lena")
+        assert expected in a.answer and a.answer_kind == kind, (question, a.answer, a.answer_kind)
+    mem.close()

@@ -218,10 +218,17 @@ class TraceStep(BaseModel):
     why: str = Field("", description="the model's reason for its decision (empty offline)")
 
 
+AnswerKind = Literal["generated", "resolved_date", "span", "evidence_turn", "none"]
+
+
 class Answer(BaseModel):
     question: str
     namespace: str
     answer: str
+    answer_kind: AnswerKind = Field("generated", description="how the answer was made: 'generated' by a model; "
+                                    "without one, extracted: 'resolved_date' (the date a turn states), 'span' "
+                                    "(copied from an evidence turn), 'evidence_turn' (that turn itself, with its "
+                                    "speaker and date), 'none' (nothing to answer from)")
     evidence: list[EvidenceItem] = Field(default_factory=list)
     subgoals: list[SubgoalState] = Field(default_factory=list)
     trace: list[TraceStep] = Field(default_factory=list)

@@ -126,9 +126,9 @@ class _Answering:
         llm = self.memory.llm
         if llm is not None:
             with llm.operation() as usage:
-                text = self.responder.respond(question, [], handed, budget or self.max_tokens)
+                text = self.responder.respond(question, [], handed, budget or self.max_tokens).text
         else:
-            usage, text = Usage(), self.responder.respond(question, [], handed, budget or self.max_tokens)
+            usage, text = Usage(), self.responder.respond(question, [], handed, budget or self.max_tokens).text
         return MethodResult(text, [o.id for o in handed], sum(approx_tokens(x) for x in lines), usage.model_copy(),
                             time.perf_counter() - t0, ranking=[o.id for o in ranked[:RANKING_DEPTH]])
 

@@ -92,7 +92,9 @@ def ask(
                                        "explores) or 'graph' (offline exploration, the model only answers: 1 call). "
                                        "Default: search.mode, agentic."),
 ) -> None:
-    """Answer a question by actively searching one namespace's Event Graph."""
+    """Answer a question by actively searching one namespace's Event Graph.
+
+    Without --llm no model writes the answer: it is extracted from the best evidence (a resolved date, a span copied from a turn, or that turn itself) and printed with a note saying which; the JSON's answer_kind says the same."""
     from .render import render_answer
 
     mem = open_memory(db, llm, None, config, base_url, api_key, must_exist=True)

@@ -34,5 +34,5 @@ def run_demo(console: Console, db: str = ":memory:") -> None:
                   f"(built offline in {time.perf_counter() - t0:.1f} s)\n")
     for q in data["questions"]:
         console.print(Rule(style="dim"))
-        render_answer(console, mem.ask(q, ns))
+        render_answer(console, mem.ask(q, ns), kept_only=True)
     mem.close()

@@ -15,19 +15,37 @@ from rich.tree import Tree
 from ..models import Answer, SearchHit
 
 
-def render_answer(console: Console, a: Answer, show_trace: bool = True) -> None:
+KIND_NOTES = {  # what a reader must know about an answer no model wrote
+    "resolved_date": "extracted, no model: the date the best evidence states",
+    "span": "extracted, no model: copied from an evidence turn",
+    "evidence_turn": "extracted, no model: the best evidence turn itself",
+    "none": "nothing in memory to answer from",
+}
+
+
+def render_answer(console: Console, a: Answer, show_trace: bool = True, kept_only: bool = False) -> None:
+    """`kept_only`: list only the events the explorers kept (the demo: in a small memory every event fits
+    the evidence budget, so listing all of them hid what the search chose), and count the rest."""
     console.print(f"[bold cyan]Q:[/] {escape(a.question)}")
     console.print(f"[bold green]A:[/] {escape(a.answer)}")
+    if a.answer_kind in KIND_NOTES:
+        console.print(f"[dim]   ({KIND_NOTES[a.answer_kind]})[/]", highlight=False)
     if a.subgoals:
         goals = "  ".join(f"{'✓' if g.satisfied else '✗'} {escape(g.text)}" for g in a.subgoals)
         console.print(f"[dim]subgoals:[/] {goals}", highlight=False)
-    if a.evidence:
-        label = "fallback evidence (nothing kept)" if a.used_fallback else "evidence"
+    kept = {s.event_id for s in a.trace if s.action != "SKIP"}
+    shown = [ev for ev in a.evidence if ev.event_id in kept] if kept_only and kept else a.evidence
+    if shown:
+        label = ("fallback evidence (nothing kept)" if a.used_fallback else
+                 "events the explorers kept" if shown is not a.evidence else "evidence")
         t = Tree(f"[dim]{label}[/]")
-        for ev in a.evidence:
+        for ev in shown:
             t.add(f"[bold]{escape(ev.event_id)}[/] {escape(f'[{ev.time}]')} {escape(ev.summary[:110])}  "
                   f"[dim]turns {escape(', '.join(ev.observation_ids[:8]))}[/]")
         console.print(t)
+        if len(shown) < len(a.evidence):
+            console.print(f"[dim]  + {len(a.evidence) - len(shown)} more events in the evidence handed to the "
+                          "answerer (compassmem ask lists all)[/]", highlight=False)
     if show_trace and a.trace:
         path = escape(" → ".join(f"{s.event_id}:{s.action[0]}" for s in a.trace))
         console.print(f"[dim]path (E=expand S=skip A=answer): {path}[/]", highlight=False)

@@ -151,12 +151,13 @@ class SearchEngine:
         else:  # step numbers of different namespaces do not compare; dates do
             handed = sorted(ranked[:n_handed], key=lambda go: (go[1].date or "", go[1].step, go[1].seq))
         events = self._events_of(ranked[:n_handed])
-        text = roles.responder.respond(question, [e for _, e in events], [o for _, o in handed], s.evidence_tokens)
+        reply = roles.responder.respond(question, [e for _, e in events], [o for _, o in handed], s.evidence_tokens)
         handed_ids = {(g.namespace, o.id) for g, o in handed}
         kept = {(w.graph.namespace, e): goals for w in searched for e, goals in w.frontier.kept_subgoals.items()}
         first = searched[0]
         return Answer(
-            question=question, namespace=first.graph.namespace, answer=text or "No answer could be formed.",
+            question=question, namespace=first.graph.namespace, answer=reply.text or "No answer could be formed.",
+            answer_kind=reply.kind if reply.text else "none",
             evidence=[EvidenceItem(event_id=e.id, summary=e.summary, namespace=g.namespace,
                                    observation_ids=[o for o in e.observation_ids if (g.namespace, o) in handed_ids],
                                    time=e.time.label(), subgoals=kept.get((g.namespace, e.id), []))

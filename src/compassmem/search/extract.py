@@ -8,7 +8,11 @@ Rules, each from a failure seen on the dev conversations:
   fillers ("Wow, Caroline!", "Thanks!"); who/where-questions get just the names a strong clause gives
   that the question does not (a person, a place);
 - when-questions get the resolved date of the clause that states the event ("last Friday" said on
-  15 July 2023 → "14 July 2023"), else the date of the turn that states it.
+  15 July 2023 → "14 July 2023"), else the date of the turn that states it;
+- who/which/where-questions get a name only when one of the three best clauses states it; otherwise the
+  best turn itself, with its speaker and date, rather than a fragment that looks like an answer.
+Every reply says which of these it is (Reply.kind → Answer.answer_kind): offline answers are extracted,
+never written.
 """
 
 from __future__ import annotations
@@ -24,11 +28,18 @@ from ..store import Store
 from ..timeutil import fmt, from_iso, resolve_in_text
 from ..text import content_words
 from .current import about_the_present, speaks_for_self, states_change
+from .responder import WHEN, Reply, evidence_line
 
-WHEN = re.compile(r"^\s*(when|what (?:year|month|date|day|time)|how long ago|which (?:year|month))\b", re.I)
-WHO_WHERE = re.compile(r"^\s*(who|where)\b", re.I)
+WHO_WHERE = re.compile(r"^\s*(who|where|which|whom)\b", re.I)
+# a place question takes only a name said as a place ("living in Edinburgh"), not any name: "Which city was
+# Lena living in…?" was answered "Kirsty", the friend named in the best clause
+PLACE_Q = re.compile(r"^\s*(where|which (?:city|town|country|place|state|village|area|island|neighbou?rhood))\b", re.I)
+_PLACE = re.compile(r"\b(?:in|at|from|to|near|into|around|visit(?:ed|ing)?)\s+(?:the\s+)?([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)")
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)")  # capitalised, not sentence-initial
 _SPLIT = re.compile(r"(?<=[.!?;])\s+|\s+[-–—]\s+|,\s+(?=but |and |so |because )")
+# "How did Tom keep fit after twisting his ankle?": what follows "after" is the premise, already known; the
+# answer is the clause about the main part (the demo answered with the premise turn).
+_PREMISE = re.compile(r"\s(?:after|before|since|while|once|because|when)\s", re.I)
 _FILLER = re.compile(r"^(?:(?:hey|hi|hello|wow|whoa|yeah|yes|yep|sure|oh|aw+|thanks|thank you|haha|lol|ok(?:ay)?|"
                      r"cool|great|nice|awesome|congrats|congratulations|right|totally|definitely|absolutely)"
                      r"(?:\s+\w+)?[,!.]\s*)+", re.I)
@@ -44,6 +55,13 @@ class Clause:
 def clauses(observation: Observation) -> list[str]:
     parts = [p.strip() for p in _SPLIT.split(observation.text) if p and p.strip()]
     return [_FILLER.sub("", p).strip() for p in parts]
+
+
+def main_part(question: str) -> str:
+    """The question without its premise clause ("… after twisting his ankle"), for the shared-word score:
+    a clause that only restates the premise must not win on the premise's words."""
+    m = _PREMISE.search(question)
+    return question[: m.start()] if m and len(content_words(question[: m.start()])) >= 2 else question
 
 
 def _is_question(text: str) -> bool:
@@ -90,22 +108,21 @@ class ExtractiveResponder:
             out[missing] = self.embedder.embed([observations[i].text for i in missing])
         return out
 
-    def respond(self, question: str, events: list[Event], observations: list[Observation], max_tokens: int) -> str:
+    def respond(self, question: str, events: list[Event], observations: list[Observation], max_tokens: int) -> Reply:
         if not observations:
-            return "No relevant memory found."
+            return Reply("No relevant memory found.", "none")
         pool = candidates(observations)
         if not pool:  # only questions in the evidence: say so rather than answer with a question
             day = from_iso(observations[0].date)
-            return "Not stated in memory; it was only asked about" + (f" on {fmt(day)}." if day else ".")
+            return Reply("Not stated in memory; it was only asked about" + (f" on {fmt(day)}." if day else "."), "none")
         score = self._score(question, pool)
         if WHEN.match(question):
             return self._when(pool, score)
+        best = self._current(question, pool, score)
         if WHO_WHERE.match(question):
-            named = self._named(question, pool, score, {o.speaker for o in observations if o.speaker},
-                                self._current(question, pool, score))
-            if named:
-                return named
-        return pool[self._current(question, pool, score)].text
+            named = self._named(question, pool, score, {o.speaker for o in observations if o.speaker}, best)
+            return Reply(named, "span") if named else Reply(evidence_line(pool[best].source), "evidence_turn")
+        return Reply(pool[best].text, "span")
 
     @staticmethod
     def _current(question: str, pool: list[Clause], score: np.ndarray, near: float = 0.15) -> int:
@@ -123,17 +140,21 @@ class ExtractiveResponder:
 
     @staticmethod
     def _named(question: str, pool: list[Clause], score: np.ndarray, speakers: set[str], first: int) -> str | None:
-        """Who/where: the names a strong clause gives that the question does not ("Sam will feed Priya's
-        cat" → "Sam"), the current clause (`first`) looked at first; None when they name nothing new."""
+        """Who/which/where: the names one of the three best clauses gives that the question does not ("Sam
+        will feed Priya's cat" → "Sam"), the current clause (`first`) looked at first; None when they name
+        nothing new."""
         asked = question.lower()
-        for i in dict.fromkeys([first, *np.argsort(-score, kind="stable")[:5].tolist()]):
-            names = [m.group(1) for m in _NAME.finditer(pool[int(i)].text)
-                     if m.group(1).lower() not in asked and m.group(1) not in speakers and m.group(1) != "I"]
-            if names:
-                return ", ".join(dict.fromkeys(names))
+        top = list(dict.fromkeys([first, *np.argsort(-score, kind="stable")[:3].tolist()]))
+        patterns = [_PLACE, _NAME] if PLACE_Q.match(question) else [_NAME]  # a place said as one first
+        for pattern in patterns:
+            for i in top:
+                names = [m.group(1) for m in pattern.finditer(pool[int(i)].text)
+                         if m.group(1).lower() not in asked and m.group(1) not in speakers and m.group(1) != "I"]
+                if names:
+                    return ", ".join(dict.fromkeys(names))
         return None
 
-    def _when(self, pool: list[Clause], score: np.ndarray) -> str:
+    def _when(self, pool: list[Clause], score: np.ndarray) -> Reply:
         """The best clause that carries a time expression among the strong ones; else the best one's date."""
         order = np.argsort(-score, kind="stable")
         top = score[order[0]]
@@ -143,10 +164,12 @@ class ExtractiveResponder:
             c = pool[int(i)]
             resolved = resolve_in_text(c.text, from_iso(c.source.date))
             if resolved:
-                return resolved.label
+                return Reply(resolved.label, "resolved_date")
         best = pool[int(order[0])].source
         day = from_iso(best.date)
-        return fmt(day) if day else (best.time or pool[int(order[0])].text)
+        if day:
+            return Reply(fmt(day), "resolved_date")
+        return Reply(best.time, "resolved_date") if best.time else Reply(evidence_line(best), "evidence_turn")
 
     def _score(self, question: str, pool: list[Clause]) -> np.ndarray:
         texts = [c.text for c in pool]
@@ -154,7 +177,7 @@ class ExtractiveResponder:
         turn_vec = dict(zip((id(o) for o in sources), self._turn_vectors(sources)))
         vecs = np.stack([turn_vec[id(c.source)] for c in pool])
         qv = self.embedder.embed([question])[0]
-        want = set(content_words(question))
+        want = set(content_words(main_part(question)))
         lexical = np.array([len(want & set(content_words(t))) / (len(want) or 1) for t in texts])
         speaker = np.array([1.0 if c.source.speaker and re.search(rf"\b{re.escape(c.source.speaker)}\b", question, re.I)
                             else 0.0 for c in pool])

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Protocol
 
 from ..llm import LLMClient
-from ..models import Event, Observation
+from ..models import AnswerKind, Event, Observation
 from ..prompts import prompt
 from ..schemas import RespondOut
 from ..timeutil import find_expressions, fmt, from_iso, parse_date, resolve, resolve_in_text
-from .extract import WHEN
 from .graph import approx_tokens
+
+
+WHEN = re.compile(r"^\s*(when|what (?:year|month|date|day|time)|how long ago|which (?:year|month))\b", re.I)
 
 
 def evidence_line(o: Observation) -> str:
@@ -54,19 +58,28 @@ def dated_line(o: Observation) -> str:
     return f"{line} (dates: {'; '.join(notes)})" if notes else line
 
 
+@dataclass(frozen=True)
+class Reply:
+    """An answer's text and how it was made (Answer.answer_kind): a reader must be able to tell a written
+    answer from a sentence picked out of the memory."""
+
+    text: str
+    kind: AnswerKind = "generated"
+
+
 class Responder(Protocol):
-    def respond(self, question: str, events: list[Event], observations: list[Observation], max_tokens: int) -> str: ...
+    def respond(self, question: str, events: list[Event], observations: list[Observation], max_tokens: int) -> Reply: ...
 
 
 class LLMResponder:
     def __init__(self, llm: LLMClient) -> None:
         self.llm = llm
 
-    def respond(self, question: str, events: list[Event], observations: list[Observation], max_tokens: int) -> str:
+    def respond(self, question: str, events: list[Event], observations: list[Observation], max_tokens: int) -> Reply:
         shown = len(evidence_lines(observations, max_tokens))  # the budget counts the lines as every method shows them
         context = "\n".join(dated_line(o) for o in observations[:shown]) or "(no memory)"
         answer = self.llm.structured(prompt("respond"), RespondOut, context=context, question=question).answer.strip()
-        return absolutise(answer, question, observations)
+        return Reply(absolutise(answer, question, observations), "generated")
 
 
 def absolutise(answer: str, question: str, observations: list[Observation]) -> str:
