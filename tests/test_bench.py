@@ -13,7 +13,7 @@ def test_bench_slice_runs_and_resumes(tmp_path, locomo_path):
     cfg = BenchConfig(dataset="locomo", data=locomo_path, out=tmp_path, samples=["conv-26"], sessions=(1, 4),
                       limit=4, embedder="hash",
                       methods=["compassmem", "full_context", "rag512", "dense_turns", "bm25_turns:5", "no_topics",
-                               "no_relations", "no_refinement", "no_planner", "chunks100", "batched"])
+                               "no_relations", "no_refinement", "no_planner", "chunks100", "no_newer_first"])
     first = run_benchmark(cfg)
     n = len(first["rows"])
     assert n == 4 * 11  # 4 questions × 11 methods

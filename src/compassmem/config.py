@@ -51,7 +51,6 @@ class SearchSettings(BaseModel):
     explorers: int = Field(3, ge=1, le=16, description="parallel explorers over one queue")
     max_next: int = Field(3, ge=0, le=10, description="neighbours an EXPAND may enqueue")
     max_steps: int = Field(24, ge=1, description="explorer steps per round (all explorers together)")
-    batch_explorers: bool = Field(False, description="decide each round of all explorers in one LLM call")
     max_llm_calls: int = Field(4, ge=2, le=100, description="agentic mode: model calls per question, all roles "
                                "together; exploration then decides each round of all explorers in one call and stops "
                                "when only the answer's call is left (refinement only if 2 calls are left)")

@@ -29,7 +29,6 @@ ABLATIONS = {
     "no_planner": {"search.use_planner": False},
     "no_newer_first": {"search.newer_window": 0},  # search/current.py off: no later restatement lifted
     "chunks100": {},  # different construction: fixed ~100-token chunks instead of events
-    "batched": {"search.batch_explorers": True},  # not an ablation: same search, one LLM call per round
     "compassmem_graph": {"search.mode": "graph"},  # with an LLM: offline exploration, the model only answers
 }
 ALL_METHODS = ("compassmem", *BASELINES, *ABLATIONS)

@@ -123,7 +123,7 @@ class SearchEngine:
         if budget == 0:
             return
         run_rounds(s.explorers, frontier, graph, policy, question, subgoals, s.max_next, s.use_relations,
-                   s.batch_explorers or budget is not None, max_rounds=budget)
+                   batched=budget is not None, max_rounds=budget)
 
     def _ask(self, sources: list[GraphSource], question: str, usage: Usage) -> Answer:
         """Plan once, then localise, explore and rank in each namespace (a scope that covers several), and
@@ -183,8 +183,7 @@ class SearchEngine:
 
         cands = candidates_for(graph, qv, question, s)
         starts = self._starts(question, subgoals, cands, graph, sv, usage)
-        with frontier.cond:
-            frontier.push(starts)
+        frontier.push(starts)
         self._explore(frontier, graph, policy, question, subgoals, usage)
 
         refined: str | None = None
@@ -198,8 +197,7 @@ class SearchEngine:
                 more = candidates_for(graph, rv, refined, s, exclude=seen)
                 new_starts = self._starts(refined, subgoals, more, graph, sv, usage)
                 frontier.reopen(s.max_steps)
-                with frontier.cond:
-                    frontier.push(new_starts)
+                frontier.push(new_starts)
                 self._explore(frontier, graph, policy, question, subgoals, usage)
         ranking, scores = self.rank(graph, question, qv, list(frontier.kept))
         return _Searched(graph, frontier, list(starts), refined, ranking, scores)

@@ -188,17 +188,13 @@ def run_rounds(n: int, frontier: Frontier, graph: GraphView, policy: ExplorerPol
                 return
             rounds += 1
             ctxs = [_context(frontier, graph, eid, question, subgoals, max_next, use_relations) for eid in claimed]
-            try:
-                if batched:
-                    outs = policy.decide_batch(ctxs)
-                elif len(ctxs) == 1 or not threads:
-                    outs = [policy.decide(c) for c in ctxs]
-                else:  # each explorer's call runs in a copy of this context: it counts for this ask
-                    futures = [pool.submit(contextvars.copy_context().run, policy.decide, c) for c in ctxs]
-                    outs = [f.result() for f in futures]
-            except BaseException as exc:
-                frontier.fail(exc, claimed=len(claimed))
-                raise
+            if batched:
+                outs = policy.decide_batch(ctxs)
+            elif len(ctxs) == 1 or not threads:
+                outs = [policy.decide(c) for c in ctxs]
+            else:  # each explorer's call runs in a copy of this context: it counts for this ask
+                futures = [pool.submit(contextvars.copy_context().run, policy.decide, c) for c in ctxs]
+                outs = [f.result() for f in futures]  # an error surfaces here, after the round's calls end
             for worker, ctx, out in zip(active, ctxs, outs):
                 _apply(frontier, worker, ctx, out, max_next)
             active = [w for w, out in zip(active, outs) if out.action != "ANSWER"] + active[len(outs):]
