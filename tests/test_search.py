@@ -328,6 +328,11 @@ def test_graph_mode_calls_the_model_once_and_agentic_mode_keeps_to_its_call_budg
                 assert provider.roles == ["plan", "explore_batch", "explore_batch", "respond"]
             else:
                 assert provider.roles[:3] == ["plan", "select", "explore_batch"]
+            # no sub-goal was met in round one: the gap query ran between the rounds (by the model only when
+            # a call was left for it) and its best new events were read in round two
+            assert answer.refined_query and ("refine" in provider.roles) == (budget == 6)
+            refined_round = [t for t in answer.trace if t.round == 1]
+            assert refined_round and len(refined_round) <= 3
     with pytest.raises(InputError, match="mode must be one of"):
         mem.ask(question, "demo", mode="fast")
 

@@ -94,6 +94,7 @@ class CompassMemMethod:
             # decisions that had neighbours on offer, and those of them that moved along one or met a sub-goal
             "offered": sum(1 for s in a.trace if s.offered),
             "moved": sum(1 for s in a.trace if s.offered and (s.next or s.satisfied)),
+            "refined_kept": sum(1 for s in a.trace if s.round >= 1 and s.action != "SKIP"),  # kept after refining
         }
         return MethodResult(a.answer, a.observation_ids(), a.context_tokens, a.usage, latency, search,
                             ranking=a.ranking)

@@ -91,6 +91,8 @@ def summarise(rows: list[dict], timings: list[dict]) -> dict[str, Any]:
                 "path_length": _avg(lengths), "max_path_length": max(lengths, default=0),
                 "actions": acts, "actions_pct": {k: round(100 * v / total_acts, 1) for k, v in acts.items()},
                 "refinement_rate": _avg([float(s["refined"]) for s in searched]),
+                # of the refined questions, the share where the refined round kept something new
+                "refinement_kept_rate": _avg([float(s.get("refined_kept", 0) > 0) for s in searched if s["refined"]]),
                 "kept": _avg([s["kept"] for s in searched]), "kept_none": sum(s["kept"] == 0 for s in searched),
                 # of the decisions that had neighbours on offer, the share that named one or met a sub-goal
                 "moved_pct": round(100 * sum(s.get("moved", 0) for s in searched)
@@ -222,13 +224,14 @@ def markdown(summary: dict[str, Any], title: str, command: str) -> str:
     if searched:
         out += ["", "Search statistics (cf. the paper's Table 4):", "",
                 "| method | subgoals | satisfied % | fully satisfied | start nodes | steps | paths | path len (max) | "
-                "EXPAND / SKIP / ANSWER % | refinement % | kept (none) | moved % |", "|---|" + "---|" * 11]
+                "EXPAND / SKIP / ANSWER % | refinement % (new kept %) | kept (none) | moved % |", "|---|" + "---|" * 11]
         for n in searched:
             s = m[n]["search"]
             a = s["actions_pct"]
             out.append(f"| {n} | {s['subgoals']} | {_fmt(s['satisfaction_rate'])} | {s['fully_satisfied']} | "
                        f"{s['start_nodes']} | {s['steps']} | {s['paths']} | {s['path_length']} ({s['max_path_length']}) | "
-                       f"{a['expand']} / {a['skip']} / {a['answer']} | {_fmt(s['refinement_rate'])} | "
+                       f"{a['expand']} / {a['skip']} / {a['answer']} | {_fmt(s['refinement_rate'])} "
+                       f"({_fmt(s.get('refinement_kept_rate', 0.0))}) | "
                        f"{s['kept']} ({s['kept_none']}) | {s.get('moved_pct', 0.0)} |")
     if summary["construction"]:
         out += ["", "Construction:", "", "| memory | steps | observations | wall (s) | obs/s | step p50 / p95 (s) | "

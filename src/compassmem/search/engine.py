@@ -17,11 +17,13 @@ from .explorer import ExplorerPolicy, run_rounds
 from .frontier import Frontier
 from .graph import GraphView, approx_tokens
 from .localize import Candidate, OfflineStartSelector, StartSelector, candidates_for
-from .planner import Planner
+from .planner import OfflinePlanner, Planner
+from .refine import gap_query, push_refined
 from .rank import RankWeights, rank_observations
 from .responder import Responder, evidence_line, evidence_lines
 
 _OFFLINE_SELECTOR = OfflineStartSelector()
+_OFFLINE_PLANNER = OfflinePlanner()  # the gap query when the call budget has no call left for the model's
 RANK_DEPTH = 1000  # observations ranked per ask: far more than the largest evidence budget needs
 PolicyFactory = Callable[[GraphView, np.ndarray], ExplorerPolicy]  # (graph, events × [q, subgoals] sims)
 # A whole GraphView, or a loader of the part of the graph some query texts need (GraphView.around)
@@ -117,13 +119,16 @@ class SearchEngine:
         return max(0, self.call_budget - usage.llm_calls - usage.cached_calls - reserve)
 
     def _explore(self, frontier: Frontier, graph: GraphView, policy: ExplorerPolicy, question: str, subgoals: list[str],
-                 usage: Usage) -> None:
+                 usage: Usage, rounds: int | None = None) -> None:
+        """Explore until the queue empties, the steps run out, or (under a call budget) the calls do;
+        `rounds`: at most that many rounds."""
         s = self.settings
         budget = self._rounds_left(usage)
-        if budget == 0:
+        limit = budget if rounds is None else (rounds if budget is None else min(rounds, budget))
+        if limit == 0:
             return
         run_rounds(s.explorers, frontier, graph, policy, question, subgoals, s.max_next, s.use_relations,
-                   batched=budget is not None, max_rounds=budget)
+                   batched=budget is not None, max_rounds=limit)
 
     def _ask(self, sources: list[GraphSource], question: str, usage: Usage) -> Answer:
         """Plan once, then localise, explore and rank in each namespace (a scope that covers several), and
@@ -184,21 +189,22 @@ class SearchEngine:
         cands = candidates_for(graph, qv, question, s)
         starts = self._starts(question, subgoals, cands, graph, sv, usage)
         frontier.push(starts)
-        self._explore(frontier, graph, policy, question, subgoals, usage)
+        budgeted = self.call_budget is not None
+        self._explore(frontier, graph, policy, question, subgoals, usage, rounds=1 if budgeted else None)
 
         refined: str | None = None
-        room = self._rounds_left(usage, reserve=3)  # the refined query, its start selection, a round, the answer
-        if s.refinement and not all(frontier.satisfied) and frontier.queue_size() == 0 and room != 0:
-            kept, satisfied, seen = frontier.snapshot()
-            evidence = "\n".join(line for k in kept for line in graph.source_lines(graph.events[k]))
-            refined = roles.planner.refine(question, subgoals, satisfied, evidence[-4000:])
-            if refined and refined.strip().lower() != question.lower():
-                rv = self.embedder.embed([refined])[0]
-                more = candidates_for(graph, rv, refined, s, exclude=seen)
-                new_starts = self._starts(refined, subgoals, more, graph, sv, usage)
+        # offline: when the queue has emptied; under a budget: between rounds, if a round is still left
+        gap_time = (self._rounds_left(usage) or 0) >= 1 if budgeted else frontier.queue_size() == 0
+        if s.refinement and not all(frontier.satisfied) and gap_time:
+            model_call = not budgeted or (self._rounds_left(usage, reserve=2) or 0) >= 1  # refine + a round + answer
+            refined = gap_query(roles.planner if model_call else _OFFLINE_PLANNER, graph, frontier, question, subgoals)
+            if refined:
                 frontier.reopen(s.max_steps)
-                frontier.push(new_starts)
-                self._explore(frontier, graph, policy, question, subgoals, usage)
+                push_refined(frontier, graph, refined, lambda t: self.embedder.embed(t),
+                             lambda q, c: self._starts(q, subgoals, c, graph, sv, usage), s,
+                             first=max(s.explorers - 1, 1) if budgeted else 0)
+        if refined or budgeted:
+            self._explore(frontier, graph, policy, question, subgoals, usage)
         ranking, scores = self.rank(graph, question, qv, list(frontier.kept))
         return _Searched(graph, frontier, list(starts), refined, ranking, scores)
 

@@ -35,24 +35,29 @@ class Frontier:
         self._heap: list[tuple[float, int, str]] = []
         self._queued: set[str] = set()
         self._counter = itertools.count()
+        self._first: set[str] = set()  # read before anything else queued (a refined query's best starts)
 
     def priority(self, event_id: str) -> float:
         """max over unsatisfied subgoals of sim(event, subgoal); the question itself once all are met."""
         row = self.sims[self.index_of(event_id)]
         open_cols = [j + 1 for j, s in enumerate(self.satisfied) if not s]
-        return float(row[open_cols].max()) if open_cols else float(row[0])
+        base = float(row[open_cols].max()) if open_cols else float(row[0])
+        return base + (1e6 if event_id in self._first else 0.0)
 
     def _reprioritise(self) -> None:
         items = [(-self.priority(eid), c, eid) for _, c, eid in self._heap]
         heapq.heapify(items)
         self._heap = items
 
-    def push(self, event_ids: list[str]) -> list[str]:
-        """Queue the ids not visited or queued yet; returns those added."""
+    def push(self, event_ids: list[str], first: int = 0) -> list[str]:
+        """Queue the ids not visited or queued yet; returns those added. The first `first` added are read
+        before anything else queued."""
         added = []
         for eid in event_ids:
             if eid in self.visited or eid in self._queued:
                 continue
+            if len(added) < first:
+                self._first.add(eid)
             heapq.heappush(self._heap, (-self.priority(eid), next(self._counter), eid))
             self._queued.add(eid)
             added.append(eid)
