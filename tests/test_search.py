@@ -341,7 +341,7 @@ def test_neighbours_of_the_best_events_are_taken_in_turn_and_capped():
     """A hub event with many relations must not fill the neighbour budget alone: each of the best events
     gives its first new neighbour before any gives its second; loaded and filtered-out events are skipped."""
     from compassmem.models import Relation
-    from compassmem.search.graph import _neighbours
+    from compassmem.search.retrieve import neighbours_of as _neighbours
 
     def rel(i, s, t):
         return Relation(id=f"r{i}", namespace="n", source=s, target=t, type="follow_up")

@@ -22,6 +22,7 @@ from .models import (Answer, EditReceipt, Event, EventDetail, EventPage, Filters
 from .roles import construction_roles, search_roles
 from .search.engine import SearchEngine
 from .search.graph import GraphView
+from .search.retrieve import Loading, load_for
 from .store import Store, open_store
 from .scope import by_ids, namespace_for, read_names
 from .store.base import cache_namespace, require_namespace
@@ -284,7 +285,7 @@ class Memory:
         return self.embedder.lexical_weight if chosen is None else chosen
 
     def _source(self, namespace: str, filters: Filters | dict | None = None) -> Callable[[list[str], Any], GraphView]:
-        """A loader of the part of `namespace` some query texts need (GraphView.around), restricted to the
+        """A loader of the part of `namespace` some query texts need (search/retrieve.load_for), restricted to the
         observations that pass `filters`; a filter that passes none is an error that says so."""
         namespace = validate.namespace_name(namespace)
         s = self.settings.search
@@ -301,9 +302,10 @@ class Memory:
                     hint = "; an observation without a date (no world time) never passes a date filter"
                 raise InputError(f"the filters ({flt.describe()}) match no observation in namespace '{namespace}'{hint}")
 
+        limits = Loading.of(s, self.lexical_weight)
+
         def load(texts: list[str], vectors: Any) -> GraphView:
-            return GraphView.around(self.store, namespace, texts, vectors, s.candidates, s.candidate_events,
-                                    s.expand_events, s.max_events, self.lexical_weight, allowed, s.neighbour_events)
+            return load_for(self.store, namespace, texts, vectors, limits, allowed)
         return load
 
     def _reading(self, namespace: str | None, user_id: str | None, agent_id: str | None, run_id: str | None,

@@ -26,7 +26,7 @@ _OFFLINE_SELECTOR = OfflineStartSelector()
 _OFFLINE_PLANNER = OfflinePlanner()  # the gap query when the call budget has no call left for the model's
 RANK_DEPTH = 1000  # observations ranked per ask: far more than the largest evidence budget needs
 PolicyFactory = Callable[[GraphView, np.ndarray], ExplorerPolicy]  # (graph, events × [q, subgoals] sims)
-# A whole GraphView, or a loader of the part of the graph some query texts need (GraphView.around)
+# A whole GraphView, or a loader of the part of the graph some query texts need (search/retrieve.load_for)
 GraphSource = Union[GraphView, Callable[[list[str], np.ndarray], GraphView]]
 
 

@@ -13,13 +13,12 @@ import numpy as np
 
 from ..config import LEXICAL_WEIGHT
 from ..embed.base import dots
-from ..models import Event, Observation, Relation, Topic
+from ..models import Event, Observation, Topic
 from ..store import Store
 from ..store.base import require_namespace
 from ..text import index_terms
 
 
-EXACT_FILTER_ROWS = 20_000  # a filter passing at most this many observations is searched exactly
 _LOCK = threading.Lock()  # the per-text score and BM25 memos, shared by explorer threads
 
 
@@ -51,74 +50,15 @@ class GraphView:
 
     @classmethod
     def load(cls, store: Store, namespace: str) -> "GraphView":
-        """The whole namespace (inspection, tests, small memories). Search uses `around` instead."""
+        """The whole namespace (inspection, tests, small memories). Search loads only what a question needs
+        (search/retrieve.py)."""
         with store.snapshot():  # another process may commit a step between these reads
             require_namespace(store, namespace)
             events, mat = store.get_events(namespace, list(store.event_topics(namespace)))
-            return cls._build(store, namespace, events, mat, store.relations(namespace))
+            return cls.build(store, namespace, events, mat, store.relations(namespace))
 
     @classmethod
-    def around(cls, store: Store, namespace: str, texts: list[str], vectors: np.ndarray, candidates: int = 100,
-               candidate_events: int = 30, expand: int = 20, max_events: int = 120,
-               lexical_weight: float = LEXICAL_WEIGHT, allowed: set[str] | None = None,
-               neighbours: int = 10) -> "GraphView":
-        """The part of a namespace a question needs, read from the store's indexes. For each query text:
-        its `candidates` nearest and `candidates` best-BM25 observations and `candidate_events` nearest
-        events. Each event found is scored like `similarity` would score it (its own cosine, or its best
-        found observation's cosine + lexical_weight × BM25 / best BM25); the `max_events` best are loaded
-        with every one of their observations, plus up to `neighbours` typed neighbours of the `expand`
-        best (taken in turn from each of them, best first, so one hub event cannot fill the budget alone).
-        Nothing else is read, whatever the namespace's size."""
-        vectors = np.atleast_2d(vectors)
-        with store.snapshot():
-            require_namespace(store, namespace)
-            wide, allowed_events, exact_pool = 1, None, None
-            if allowed is not None:
-                allowed_events = set(store.owners(namespace, sorted(allowed)).values())
-                wide = 8  # over-fetch from the indexes, then keep what passes the filter
-                if len(allowed) <= EXACT_FILTER_ROWS:
-                    ids = sorted(allowed)
-                    exact_pool = (ids, store.observation_vectors(namespace, ids))
-            lexical: dict[tuple[str, ...], list[tuple[str, float]]] = {}  # by terms, as the view keeps them
-            event_sim: dict[str, float] = {}
-            obs_score: dict[str, float] = {}  # best over the texts of (cosine + weighted, scaled BM25)
-            for text, vec in zip(texts, vectors):
-                terms = tuple(index_terms(text))
-                if terms in lexical:  # "When did X…?" and its subgoal "When did X…" find the same things
-                    continue
-                # candidates only: the view re-scores everything it loads from the stored vectors
-                for eid, sim in store.search_events(namespace, vec, candidate_events * wide, exact=False):
-                    if allowed_events is None or eid in allowed_events:
-                        event_sim[eid] = max(sim, event_sim.get(eid, -1.0))
-                if exact_pool is not None:  # a selective filter: score its observations exactly
-                    sims = dots(exact_pool[1], vec)
-                    top = np.argsort(-sims, kind="stable")[:candidates]
-                    score = {exact_pool[0][i]: float(sims[i]) for i in top}
-                else:
-                    score = {o: v for o, v in store.search_observations(namespace, vec, candidates * wide, exact=False)
-                             if allowed is None or o in allowed}
-                hits = lexical[terms] = [h for h in store.lexical_search(namespace, text, candidates * wide)
-                                         if allowed is None or h[0] in allowed]
-                top = hits[0][1] if hits else 1.0
-                for oid, bm25 in hits:
-                    score[oid] = score.get(oid, 0.0) + lexical_weight * bm25 / top
-                for oid, v in score.items():
-                    obs_score[oid] = max(v, obs_score.get(oid, -1.0))
-            seeds = dict(event_sim)
-            for oid, eid in store.owners(namespace, list(obs_score)).items():
-                seeds[eid] = max(obs_score[oid], seeds.get(eid, -1.0))
-            ranked = sorted(seeds, key=lambda e: -seeds[e])
-            chosen, best = ranked[:max_events], ranked[:expand]
-            near = _neighbours(store.relations_of(namespace, best), best, set(chosen), allowed_events, neighbours)
-            events, mat = store.get_events(namespace, [*chosen, *near])
-            edges = store.relations_of(namespace, [e.id for e in events], within=True)
-            view = cls._build(store, namespace, events, mat, edges, allowed)
-        view._lexical.update(lexical)  # the question's BM25 is already known: keep it
-        view.lexical_weight = lexical_weight
-        return view
-
-    @classmethod
-    def _build(cls, store: Store, namespace: str, events: list[Event], mat: np.ndarray, relations,
+    def build(cls, store: Store, namespace: str, events: list[Event], mat: np.ndarray, relations,
                allowed: set[str] | None = None) -> "GraphView":
         ids = [e.id for e in events]
         by_id = {e.id: e for e in events}
@@ -157,6 +97,10 @@ class GraphView:
         self._owner: dict[str, str] = {}
         self._score_memo: dict[str, np.ndarray] = {}
         self._lexical: dict[tuple[str, ...], list[tuple[str, float]]] = {}
+
+    def remember_lexical(self, hits: dict[tuple[str, ...], list[tuple[str, float]]]) -> None:
+        """BM25 hits already read for these index terms (retrieval's), so scoring does not ask again."""
+        self._lexical.update(hits)
 
     def index(self, event_id: str) -> int:
         return self._index[event_id]
@@ -320,25 +264,6 @@ class GraphView:
             seen.add(n.event_id)
             out.append(n)
         return out
-
-
-def _neighbours(relations: list[Relation], anchors: list[str], loaded: set[str], allowed: set[str] | None,
-                limit: int) -> list[str]:
-    """Up to `limit` events one typed relation away from `anchors` and not in `loaded`: the first new
-    neighbour of each anchor in anchor order, then the second of each, and so on."""
-    lists: dict[str, list[str]] = {a: [] for a in anchors}
-    for r in relations:
-        for end, other in ((r.source, r.target), (r.target, r.source)):
-            if end in lists and other not in loaded and (allowed is None or other in allowed):
-                lists[end].append(other)
-    out: dict[str, None] = {}
-    for rank in range(max((len(v) for v in lists.values()), default=0)):
-        for a in anchors:
-            if len(out) >= limit:
-                return list(out)
-            if rank < len(lists[a]):
-                out.setdefault(lists[a][rank])
-    return list(out)
 
 
 def approx_tokens(text: str) -> int:

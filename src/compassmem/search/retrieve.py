@@ -1,0 +1,115 @@
+"""Retrieval: the part of a namespace one question needs, read from the store's indexes into a GraphView.
+
+This is where a search's recall is decided (docs/benchmarks.md: most misses are loaded but ranked low,
+the rest are never loaded), so it is its own module rather than a constructor of the graph snapshot.
+For each query text (the question and its sub-goals): its nearest and its best-BM25 observations and its
+nearest events. Each event found is scored as GraphView.similarity would score it (its own cosine, or its
+best found observation's cosine + lexical_weight × BM25 / best BM25); the best are loaded with every one
+of their observations, plus typed neighbours of the very best (taken in turn from each of them, best
+first, so one hub event cannot fill the budget alone). Nothing else is read, whatever the namespace's size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import LEXICAL_WEIGHT, SearchSettings
+from ..embed.base import dots
+from ..models import Relation
+from ..store import Store
+from ..store.base import require_namespace
+from ..text import index_terms
+from .graph import GraphView
+
+EXACT_FILTER_ROWS = 20_000  # a filter passing at most this many observations is searched exactly
+
+
+@dataclass(frozen=True)
+class Loading:
+    """How much one search reads (SearchSettings' retrieval fields; docs/config.md says why each value)."""
+
+    candidates: int = 100  # per query text: nearest and best-BM25 observations
+    candidate_events: int = 30  # per query text: nearest events
+    expand: int = 20  # best loaded events whose typed neighbours are loaded too
+    max_events: int = 120  # best-scoring events loaded, with all their observations
+    neighbours: int = 10  # at most this many of those neighbours beyond the loaded events
+    lexical_weight: float = LEXICAL_WEIGHT
+
+    @classmethod
+    def of(cls, s: SearchSettings, lexical_weight: float) -> "Loading":
+        return cls(s.candidates, s.candidate_events, s.expand_events, s.max_events, s.neighbour_events, lexical_weight)
+
+
+def load_for(store: Store, namespace: str, texts: list[str], vectors: np.ndarray, limits: Loading = Loading(),
+             allowed: set[str] | None = None) -> GraphView:
+    """The GraphView of what `texts` (with their `vectors`) need; `allowed`: only these observations
+    (a filter), over-fetched from the indexes and checked, or scored exactly when few pass."""
+    vectors = np.atleast_2d(vectors)
+    with store.snapshot():  # another process may commit a step between these reads
+        require_namespace(store, namespace)
+        wide, allowed_events, exact_pool = 1, None, None
+        if allowed is not None:
+            allowed_events = set(store.owners(namespace, sorted(allowed)).values())
+            wide = 8  # over-fetch from the indexes, then keep what passes the filter
+            if len(allowed) <= EXACT_FILTER_ROWS:
+                ids = sorted(allowed)
+                exact_pool = (ids, store.observation_vectors(namespace, ids))
+        lexical: dict[tuple[str, ...], list[tuple[str, float]]] = {}  # by terms, as the view keeps them
+        event_sim: dict[str, float] = {}
+        obs_score: dict[str, float] = {}  # best over the texts of (cosine + weighted, scaled BM25)
+        for text, vec in zip(texts, vectors):
+            terms = tuple(index_terms(text))
+            if terms in lexical:  # "When did X…?" and its subgoal "When did X…" find the same things
+                continue
+            # candidates only: the view re-scores everything it loads from the stored vectors
+            for eid, sim in store.search_events(namespace, vec, limits.candidate_events * wide, exact=False):
+                if allowed_events is None or eid in allowed_events:
+                    event_sim[eid] = max(sim, event_sim.get(eid, -1.0))
+            if exact_pool is not None:  # a selective filter: score its observations exactly
+                sims = dots(exact_pool[1], vec)
+                top = np.argsort(-sims, kind="stable")[: limits.candidates]
+                score = {exact_pool[0][i]: float(sims[i]) for i in top}
+            else:
+                score = {o: v for o, v in store.search_observations(namespace, vec, limits.candidates * wide,
+                                                                    exact=False)
+                         if allowed is None or o in allowed}
+            hits = lexical[terms] = [h for h in store.lexical_search(namespace, text, limits.candidates * wide)
+                                     if allowed is None or h[0] in allowed]
+            best_bm25 = hits[0][1] if hits else 1.0
+            for oid, bm25 in hits:
+                score[oid] = score.get(oid, 0.0) + limits.lexical_weight * bm25 / best_bm25
+            for oid, v in score.items():
+                obs_score[oid] = max(v, obs_score.get(oid, -1.0))
+        seeds = dict(event_sim)
+        for oid, eid in store.owners(namespace, list(obs_score)).items():
+            seeds[eid] = max(obs_score[oid], seeds.get(eid, -1.0))
+        ranked = sorted(seeds, key=lambda e: -seeds[e])
+        chosen, best = ranked[: limits.max_events], ranked[: limits.expand]
+        near = neighbours_of(store.relations_of(namespace, best), best, set(chosen), allowed_events, limits.neighbours)
+        events, mat = store.get_events(namespace, [*chosen, *near])
+        edges = store.relations_of(namespace, [e.id for e in events], within=True)
+        view = GraphView.build(store, namespace, events, mat, edges, allowed)
+    view.remember_lexical(lexical)  # the question's BM25 is already known: keep it
+    view.lexical_weight = limits.lexical_weight
+    return view
+
+
+def neighbours_of(relations: list[Relation], anchors: list[str], loaded: set[str], allowed: set[str] | None,
+                  limit: int) -> list[str]:
+    """Up to `limit` events one typed relation away from `anchors` and not in `loaded`: the first new
+    neighbour of each anchor in anchor order, then the second of each, and so on."""
+    lists: dict[str, list[str]] = {a: [] for a in anchors}
+    for r in relations:
+        for end, other in ((r.source, r.target), (r.target, r.source)):
+            if end in lists and other not in loaded and (allowed is None or other in allowed):
+                lists[end].append(other)
+    out: dict[str, None] = {}
+    for rank in range(max((len(v) for v in lists.values()), default=0)):
+        for a in anchors:
+            if len(out) >= limit:
+                return list(out)
+            if rank < len(lists[a]):
+                out.setdefault(lists[a][rank])
+    return list(out)
