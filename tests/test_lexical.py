@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from compassmem.search.lexical import BM25
+from compassmem.bench.bm25 import BM25
 
 words = st.sampled_from("ana ben luna puppy camp beach paint the a run swim cake dog cat".split())
 

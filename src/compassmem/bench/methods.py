@@ -173,7 +173,7 @@ class BM25Turns(_Answering):
 
     def rank(self, namespace: str, question: str) -> list[Observation]:
         """Every turn, best BM25 score first."""
-        from ..search.lexical import BM25
+        from .bm25 import BM25
 
         obs = self.observations(namespace)
         if namespace not in self._index:

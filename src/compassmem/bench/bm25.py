@@ -1,4 +1,8 @@
-"""Okapi BM25 over pre-tokenised documents, as one sparse matrix.
+"""Okapi BM25 over pre-tokenised documents, as one sparse matrix: the `bm25_turns` baseline's scorer.
+
+Not the product's BM25: a memory's lexical search is the store's own index (store/impact.py over SQLite,
+postings in PostgreSQL), which the search reads. The baseline keeps the textbook formula a user of
+rank_bm25 would get, so "BM25 turns" in every table means what it says.
 
 The scores are rank_bm25's `BM25Okapi` (k1 = 1.5, b = 0.75, negative idf floored at 0.25 × the mean idf),
 which the tuned settings were chosen with, but a query costs one sparse column sum instead of a pass
