@@ -136,9 +136,9 @@ class SearchEngine:
         s, roles = self.settings, self.roles
         subgoals = roles.planner.plan(question, s.max_subgoals) if s.use_planner else [question]
         subgoals = subgoals or [question]
-        qv = self.embedder.embed([question])[0]
-        sv = self.embedder.embed(subgoals)
-        texts, vectors = [question, *subgoals], np.vstack([qv[None], sv])
+        texts = [question, *subgoals]
+        vectors = self.embedder.embed(texts)  # one model run for all of them: a run costs ~4 ms here, texts little
+        qv, sv = vectors[0], vectors[1:]
         graphs = [view_of(src, texts, vectors) for src in sources]
         searched = [w for w in (self._search_one(g, question, subgoals, qv, sv, usage) for g in graphs)
                     if w is not None]
