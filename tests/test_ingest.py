@@ -79,7 +79,7 @@ def test_docs_formats_examples_ingest(tmp_path):
     from compassmem.ingest import load
 
     page = (Path(__file__).parent.parent / "docs" / "formats.md").read_text()
-    blocks = re.findall(r"```json\n(.*?)```", page, re.S)
+    blocks = re.findall(r"```jsonl?\n(.*?)```", page, re.S)
     assert len(blocks) == 3
     mem = Memory(tmp_path / "f.db", embedder="hash")
     for block, fmt in zip(blocks, ("jsonl", "locomo", "narrativeqa")):
