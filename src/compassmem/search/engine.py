@@ -18,7 +18,7 @@ from .frontier import Frontier
 from .graph import GraphView, approx_tokens
 from .localize import Candidate, OfflineStartSelector, StartSelector, candidates_for
 from .planner import OfflinePlanner, Planner
-from .refine import gap_query, push_refined
+from .refine import gap_query
 from .rank import RankWeights, rank_observations
 from .responder import Responder, evidence_line, evidence_lines
 
@@ -102,9 +102,10 @@ class SearchEngine:
 
     def _starts(self, query: str, subgoals: list[str], cands: list[Candidate], graph: GraphView,
                 sv: np.ndarray, usage: Usage) -> list[str]:
-        """Under a call budget that leaves fewer than two exploration rounds, the starts are chosen offline
-        (greedy sub-goal coverage): with 4 calls, a model's start selection left one round, so the
-        neighbours the explorers chose were never visited; now the 4 calls are plan, two rounds, answer."""
+        """The model picks the starts only when the call budget leaves more than two rounds (so two remain
+        after its call); otherwise they are chosen offline (greedy sub-goal coverage): with 4 calls, a
+        model's start selection left one round, so the neighbours the explorers chose were never visited;
+        now the 4 calls are plan, two rounds, answer."""
         s = self.settings
         rounds = self._rounds_left(usage)
         selector = self.roles.selector if rounds is None or rounds > 2 else _OFFLINE_SELECTOR
@@ -198,11 +199,12 @@ class SearchEngine:
         if s.refinement and not all(frontier.satisfied) and gap_time:
             model_call = not budgeted or (self._rounds_left(usage, reserve=2) or 0) >= 1  # refine + a round + answer
             refined = gap_query(roles.planner if model_call else _OFFLINE_PLANNER, graph, frontier, question, subgoals)
-            if refined:
+            if refined:  # localised among the events not seen yet; between budgeted rounds, read first
+                _, _, seen = frontier.snapshot()
+                more = candidates_for(graph, self.embedder.embed([refined])[0], refined, s, exclude=seen)
                 frontier.reopen(s.max_steps)
-                push_refined(frontier, graph, refined, lambda t: self.embedder.embed(t),
-                             lambda q, c: self._starts(q, subgoals, c, graph, sv, usage), s,
-                             first=max(s.explorers - 1, 1) if budgeted else 0)
+                frontier.push(self._starts(refined, subgoals, more, graph, sv, usage),
+                              first=max(s.explorers - 1, 1) if budgeted else 0)
         if refined or budgeted:
             self._explore(frontier, graph, policy, question, subgoals, usage)
         ranking, scores = self.rank(graph, question, qv, list(frontier.kept))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import LEXICAL_WEIGHT, SearchSettings
+from ..config import SearchSettings
 from ..embed.base import dots
 from ..models import Relation
 from ..store import Store
@@ -28,21 +28,22 @@ EXACT_FILTER_ROWS = 20_000  # a filter passing at most this many observations is
 
 @dataclass(frozen=True)
 class Loading:
-    """How much one search reads (SearchSettings' retrieval fields; docs/config.md says why each value)."""
+    """How much one search reads: SearchSettings' retrieval fields (their defaults and why live there and in
+    docs/config.md), taken together so the loader has one argument instead of six."""
 
-    candidates: int = 100  # per query text: nearest and best-BM25 observations
-    candidate_events: int = 30  # per query text: nearest events
-    expand: int = 20  # best loaded events whose typed neighbours are loaded too
-    max_events: int = 120  # best-scoring events loaded, with all their observations
-    neighbours: int = 10  # at most this many of those neighbours beyond the loaded events
-    lexical_weight: float = LEXICAL_WEIGHT
+    candidates: int  # per query text: nearest and best-BM25 observations
+    candidate_events: int  # per query text: nearest events
+    expand: int  # best loaded events whose typed neighbours are loaded too
+    max_events: int  # best-scoring events loaded, with all their observations
+    neighbours: int  # at most this many of those neighbours beyond the loaded events
+    lexical_weight: float
 
     @classmethod
     def of(cls, s: SearchSettings, lexical_weight: float) -> "Loading":
         return cls(s.candidates, s.candidate_events, s.expand_events, s.max_events, s.neighbour_events, lexical_weight)
 
 
-def load_for(store: Store, namespace: str, texts: list[str], vectors: np.ndarray, limits: Loading = Loading(),
+def load_for(store: Store, namespace: str, texts: list[str], vectors: np.ndarray, limits: Loading,
              allowed: set[str] | None = None) -> GraphView:
     """The GraphView of what `texts` (with their `vectors`) need; `allowed`: only these observations
     (a filter), over-fetched from the indexes and checked, or scored exactly when few pass."""
