@@ -245,7 +245,7 @@ def _open_at_once(db: str, barrier, errors) -> None:
     try:
         barrier.wait(timeout=120)
         store = open_store(db)
-        store.set_meta(f"opened/{mp.current_process().name}", "yes")
+        store.meta.set(f"opened/{mp.current_process().name}", "yes")
         store.close()
     except Exception as exc:
         errors.put(f"{type(exc).__name__}: {exc}")
@@ -264,7 +264,7 @@ def test_processes_opening_one_new_database_at_once_all_succeed(db_factory, n):
     from compassmem.store import open_store
 
     store = open_store(db)
-    assert len(store.meta_items("opened/")) == n
+    assert len(store.meta.items("opened/")) == n
     store.close()
 
 

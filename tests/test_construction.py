@@ -219,4 +219,4 @@ def test_recluster_schedule_is_geometric_unless_set_to_the_papers(tmp_path, grow
         assert all(counts[b] >= 2 * counts[a] for a, b in zip(done, done[1:]))
         assert len(done) < 8
     mem.forget("g")
-    assert mem.store.get_meta("clustered_events/g") is None
+    assert mem.store.meta.get("clustered_events/g") is None

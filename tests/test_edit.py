@@ -67,7 +67,7 @@ def sqlite_files(mem: Memory) -> list[Path]:
 def test_delete_rederives_the_event_and_leaves_the_text_nowhere(mem):
     owner = mem.store.owners("n", ["a3"])["a3"]
     with _working_for("n"):
-        mem.store.cache_put("some-request", f"a cached answer quoting {SECRET}")
+        mem.store.cache.put("some-request", f"a cached answer quoting {SECRET}")
     receipt = mem.delete("a3", "n")
     assert receipt.events_rederived == [owner] and receipt.events_deleted == []
     assert receipt.removed["observations"] == 1 and receipt.removed["llm_cache"] == 1
@@ -90,9 +90,9 @@ def test_the_receipt_scan_leaves_the_connection_seeing_other_writers(mem):
     mem.delete("a3", "n")
     for value in ("one", "two", "three"):
         write = f"from compassmem.store import open_store; s = open_store({target!r}); " \
-                f"s.set_meta('probe', '{value}'); s.close()"
+                f"s.meta.set('probe', '{value}'); s.close()"
         subprocess.run([sys.executable, "-c", write], check=True, timeout=120)
-        assert mem.store.get_meta("probe") == value
+        assert mem.store.meta.get("probe") == value
 
 
 def test_deleting_every_source_deletes_the_event_with_its_relations_and_topic(mem):

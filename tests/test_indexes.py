@@ -36,7 +36,7 @@ def _built_store(tmp_path) -> tuple[SQLiteStore, str]:
     _build(db)
     store = SQLiteStore(db, index_policy=SMALL)
     store.refresh_indexes("k")
-    return store, store.get_meta("index_token/k")
+    return store, store.meta.get("index_token/k")
 
 
 def test_base_files_are_written_and_the_indexes_agree_with_the_tables(tmp_path):
@@ -127,8 +127,8 @@ def test_a_version_1_database_is_upgraded_in_place(tmp_path):
         DELETE FROM meta WHERE key LIKE 'index_token/%'; UPDATE meta SET value='1' WHERE key='schema_version';""")
     conn.close()
     store = SQLiteStore(db)
-    assert store.get_meta("schema_version") == "3"
-    assert store.history("k", "e1.0") == []  # the v3 table exists; history starts at the upgrade
+    assert store.meta.get("schema_version") == "3"
+    assert store.history.of("k", "e1.0") == []  # the v3 table exists; history starts at the upgrade
     assert store.check_indexes("k") == []
     store.close()
     with Memory(db, embedder="hash") as mem:
@@ -139,7 +139,7 @@ def _fts5(store: SQLiteStore, namespace: str, text: str, k: int) -> list[tuple[s
     """The reference: SQLite's own bm25() over the namespace's full-text table."""
     from compassmem.text import index_terms
 
-    fts = fts_name(store.get_meta(f"index_token/{namespace}"))
+    fts = fts_name(store.meta.get(f"index_token/{namespace}"))
     match = " OR ".join(f'"{t}"' for t in index_terms(text))
     rows = store._rows(f'SELECT o.id, -bm25("{fts}") AS s FROM "{fts}" JOIN observations o ON o.rowid = "{fts}".rowid '
                        f'WHERE "{fts}" MATCH ? ORDER BY s DESC LIMIT ?', (match, k))
@@ -177,14 +177,14 @@ def test_forget_leaves_the_text_nowhere_and_says_what_it_removed(tmp_path):
         mem.add([marker, "Ben painted the boat", "the tide came in slowly that evening"], namespace="secret")
         mem.add(["an unrelated turn about cooking paella"], namespace="other")
         token = cache_namespace.set(("secret",))  # as an LLM call made for this namespace would
-        mem.store.cache_put("k1", f'{{"summary": "{marker}"}}')
+        mem.store.cache.put("k1", f'{{"summary": "{marker}"}}')
         cache_namespace.reset(token)
-        mem.store.cache_put("k2", '{"summary": "kept"}')
+        mem.store.cache.put("k2", '{"summary": "kept"}')
         receipt = mem.forget("secret")
         assert receipt.verified and receipt.scanned_texts == 3
         assert receipt.removed["observations"] == 3 and receipt.removed["llm_cache"] == 1
         assert receipt.removed["events"] >= 1 and receipt.removed["full_text"] == 3
-        assert mem.store.cache_get("k1") is None and mem.store.cache_get("k2") is not None
+        assert mem.store.cache.get("k1") is None and mem.store.cache.get("k2") is not None
         assert mem.namespaces() == ["other"]
         for path in (db, tmp_path / "m.db-wal"):
             if path.exists():
@@ -217,7 +217,7 @@ def test_rows_after_the_base_become_segments_and_the_indexes_still_agree(tmp_pat
     _build(db, policy=policy, n_steps=6)
     store = SQLiteStore(db, index_policy=policy)
     store.refresh_indexes("k")
-    token = store.get_meta("index_token/k")
+    token = store.meta.get("index_token/k")
     main_seq = impact.bases(store.index_dir, token)[0][0]
     with Memory(store=store, embedder="hash") as mem:
         for step, obs, when in _steps("k", n_steps=9, turns=8)[6:]:

@@ -86,9 +86,9 @@ def test_budget_is_enforced_per_operation():
 
 def test_cache_makes_reruns_free_and_identical(tmp_path):
     store = SQLiteStore(tmp_path / "c.db")
-    c1 = LLMClient(Scripted('{"subgoals": ["a", "b"]}'), LLMSettings(), cache=store)
+    c1 = LLMClient(Scripted('{"subgoals": ["a", "b"]}'), LLMSettings(), cache=store.cache)
     first = c1.structured(prompt("plan"), PlanOut, question="same", min_subgoals=2, max_subgoals=5)
-    c2 = LLMClient(Scripted(), LLMSettings(), cache=store)  # would fail if it called the provider
+    c2 = LLMClient(Scripted(), LLMSettings(), cache=store.cache)  # would fail if it called the provider
     with c2.operation() as usage:
         again = c2.structured(prompt("plan"), PlanOut, question="same", min_subgoals=2, max_subgoals=5)
     assert again == first and usage.llm_calls == 0 and usage.cached_calls == 1
@@ -99,7 +99,7 @@ def test_cache_scopes_keep_methods_from_sharing_calls(tmp_path):
     scope once, and unscoped calls keep their old keys (existing caches still replay)."""
     store = SQLiteStore(tmp_path / "c.db")
     provider = Scripted('{"subgoals": ["a", "b"]}', '{"subgoals": ["c", "d"]}', '{"subgoals": ["e", "f"]}')
-    c = LLMClient(provider, LLMSettings(), cache=store)
+    c = LLMClient(provider, LLMSettings(), cache=store.cache)
 
     def plan():
         return c.structured(prompt("plan"), PlanOut, question="same", min_subgoals=2, max_subgoals=5)

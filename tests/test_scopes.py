@@ -68,10 +68,10 @@ def test_a_cached_model_call_made_for_several_namespaces_is_forgotten_with_any_o
 
     with _working_for("user:ana", "user:ana/run:r7"):
         assert cache_namespace.get() == ("user:ana", "user:ana/run:r7")
-        mem.store.cache_put("prompt-with-oslo", "the Oslo flight leaves on Friday")
-    assert mem.store.cache_get("prompt-with-oslo") is not None
+        mem.store.cache.put("prompt-with-oslo", "the Oslo flight leaves on Friday")
+    assert mem.store.cache.get("prompt-with-oslo") is not None
     mem.forget(user_id="ana", run_id="r7")
-    assert mem.store.cache_get("prompt-with-oslo") is None
+    assert mem.store.cache.get("prompt-with-oslo") is None
 
 
 def test_covered():

@@ -179,7 +179,7 @@ def test_a_revoked_key_is_refused_at_once(server):
         assert cli("keys", "revoke", key_id, "--db", server["db"]).returncode == 0
         problem(c.get("/v1/namespaces"), 401)
     store = open_store(server["db"])
-    stored = store.meta_items("api_key/")
+    stored = store.meta.items("api_key/")
     store.close()
     assert stored and all(key.split("_", 2)[2] not in value for _, value in stored)  # only its hash is stored
 

@@ -153,10 +153,10 @@ def test_steps_meta_and_cache(store):
     store.ensure_namespace("a")
     store.put_step(StepRecord(namespace="a", step=3, content_hash="abc", events_new=2))
     assert store.get_step("a", 3).events_new == 2 and store.step_count("a") == 1
-    store.set_meta("embedder", "hash")
-    assert store.get_meta("embedder") == "hash" and store.get_meta("nope") is None
-    store.cache_put("k", "v")
-    assert store.cache_get("k") == "v" and store.cache_get("other") is None
+    store.meta.set("embedder", "hash")
+    assert store.meta.get("embedder") == "hash" and store.meta.get("nope") is None
+    store.cache.put("k", "v")
+    assert store.cache.get("k") == "v" and store.cache.get("other") is None
 
 
 def test_concurrent_readers(store):
@@ -268,7 +268,7 @@ def test_postgres_v1_database_migrates_to_postings_with_lengths(pg_url):
         c.execute("INSERT INTO meta VALUES ('vector_dim', '512')")
     store = PostgresStore(pg_url)
     try:
-        assert store.get_meta("schema_version") == "2"
+        assert store.meta.get("schema_version") == "2"
         assert tuple(store._q("SELECT docs, total_len FROM namespaces WHERE name='a'")[0]) == (3, 7)
         hits = store.lexical_search("a", "piano", 5)
         assert [h[0] for h in hits] == ["o0", "o1"] and hits[0][1] > hits[1][1] > 0
@@ -313,13 +313,13 @@ def test_postgres_builds_hnsw_once_a_namespace_is_large_and_still_finds_the_near
         for i in range(5):
             store.put_event(_event(f"e{i}"), _vec(i))
         store.refresh_indexes("a")
-        assert store.get_meta("hnsw_indexes") is None
+        assert store.meta.get("hnsw_indexes") is None
         for i in range(5, 40):
             store.put_event(_event(f"e{i}"), _vec(i))
         store._counts.clear()
         store.refresh_indexes("a")
         names = {r[0] for r in store._q("SELECT indexname FROM pg_indexes WHERE indexname LIKE %s", ("%hnsw",))}
-        assert store.get_meta("hnsw_indexes") == "1" and "events_hnsw" in names
+        assert store.meta.get("hnsw_indexes") == "1" and "events_hnsw" in names
         q = _vec(99)
         ids, mat = store.event_matrix("a")
         truth = [ids[i] for i in np.argsort(-(mat @ (q / np.linalg.norm(q))), kind="stable")[:5]]

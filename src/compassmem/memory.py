@@ -50,15 +50,15 @@ class Memory:
                               "pass an opened store as Memory(store=...)")
         self.settings = settings or Settings()
         self.store = store or open_store(db)
-        built_with = self.store.get_meta("embedder")
+        built_with = self.store.meta.get("embedder")
         embedder = embedder or built_with or "minilm"
         if built_with is not None and built_with != embedder:
             raise ConfigError(f"this database was built with embedder '{built_with}', not '{embedder}'; "
                               f"pass --embedder {built_with}")
         self.embedder = make_embedder(embedder, base_url=base_url, api_key=api_key)
         if built_with is None:
-            self.store.set_meta("embedder", embedder)
-        self.llm = make_llm(llm, self.settings.llm, cache=self.store, base_url=base_url, api_key=api_key)
+            self.store.meta.set("embedder", embedder)
+        self.llm = make_llm(llm, self.settings.llm, cache=self.store.cache, base_url=base_url, api_key=api_key)
         self.constructor = Constructor(self.store, self.embedder,
                                        construction_roles(self.llm, self.embedder, self.settings),
                                        self.settings.construction, self.llm)
@@ -222,7 +222,7 @@ class Memory:
         names = self._reading(namespace, user_id, agent_id, run_id, nested)
         event_id = validate.identifier(event_id, "event id")
         for namespace in names:  # the first namespace the scope covers that has the event's history
-            entries = self.store.history(namespace, event_id)
+            entries = self.store.history.of(namespace, event_id)
             if entries:
                 return entries
         raise EventNotFound(f"no history for event '{event_id}' in namespace '{names[0]}' (compassmem list "
@@ -239,7 +239,7 @@ class Memory:
             names = self.store.namespaces()
         else:
             names = [require_namespace(self.store, validate.namespace_name(namespace))]
-        header = export_file.header(names, self.store.get_meta("embedder"))
+        header = export_file.header(names, self.store.meta.get("embedder"))
         n = 0
         with Path(path).open("w", encoding="utf-8") as fh:
             fh.write(json.dumps(header) + "\n")
@@ -261,7 +261,7 @@ class Memory:
         try:
             with p.open(encoding="utf-8-sig") as fh:  # a BOM is how some editors save UTF-8
                 plan = export_file.read(fh, str(p), rename or (lambda n: n), self.embedder.dim or None,
-                                        self.store.get_meta("embedder"))
+                                        self.store.meta.get("embedder"))
         except UnicodeDecodeError as exc:
             raise InputError(f"{p} is not UTF-8 (byte {exc.start})") from None
         clash = [n for n in plan.names if self.store.has_namespace(n)]

@@ -107,7 +107,7 @@ def ingest_direct(n_events: int, db: Path, embedder: str, per_event: int = 2, ba
     rng = random.Random(seed)
     emb = make_embedder(embedder)
     store = open_store(db)
-    store.set_meta("embedder", embedder)
+    store.meta.set("embedder", embedder)
     store.ensure_namespace(NAMESPACE)
     t0 = time.perf_counter()
     done = store.event_count(NAMESPACE)
@@ -178,7 +178,7 @@ def _size_mb(db: Path | str) -> float:
         from ..store import open_store
 
         store = open_store(str(db))
-        mb = store._q("SELECT pg_database_size(current_database())")[0][0] / 2**20
+        mb = store.sql.rows("SELECT pg_database_size(current_database())")[0][0] / 2**20
         store.close()
         return round(mb, 1)
     return round(Path(db).stat().st_size / 2**20, 1)

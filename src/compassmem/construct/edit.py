@@ -166,13 +166,13 @@ class Editor:
         dead = [e.id for e in plan.deleted]
         receipt.removed["events"] = len(dead)
         receipt.removed["relations"] = store.delete_events(namespace, dead) if dead else 0
-        receipt.removed["history_summaries"] = store.redact_history(namespace, dead + [n.id for _, _, n, _ in plan.rederived])
+        receipt.removed["history_summaries"] = store.history.redact(namespace, dead + [n.id for _, _, n, _ in plan.rederived])
         for e in plan.deleted:
-            store.add_history(namespace, e.id, "deleted", None, e.observation_ids, None)
+            store.history.add(namespace, e.id, "deleted", None, e.observation_ids, None)
         receipt.events_deleted = dead
         for old, _, new, vec in plan.rederived:
             store.put_event(new, vec)
-            store.add_history(namespace, new.id, action, None, [o for o in old.observation_ids if o in touched], new.summary)
+            store.history.add(namespace, new.id, action, None, [o for o in old.observation_ids if o in touched], new.summary)
             receipt.events_rederived.append(new.id)
         if action == "observations_deleted":  # evidence may cite a turn of a third event (fused drafts)
             for r in store.relations_citing(namespace, sorted(touched)):
@@ -186,7 +186,7 @@ class Editor:
                 store.put_topic(*state)
         receipt.removed["topics"] = removed_topics
         # in the same transaction: a crash right after the commit must not leave cached prompts holding the text
-        receipt.removed["llm_cache"] = store.drop_cache(namespace)
+        receipt.removed["llm_cache"] = store.cache.drop(namespace)
 
     def _finish(self, namespace: str, old_texts: list[str], receipt: EditReceipt) -> EditReceipt:
         """After the commit: the index rewrite, the WAL checkpoint, the byte scan. A crash before it leaves

@@ -235,13 +235,13 @@ class Constructor:
                 span = store.get_observations(namespace, target.observation_ids + event.observation_ids)
                 fused = merge_into(target, event, {o.id: (o.step, o.seq) for o in span})
                 store.put_event(fused, self.embedder.embed([fused.embed_text()])[0])
-                store.add_history(namespace, fused.id, "merged", step, event.observation_ids, event.summary)
+                store.history.add(namespace, fused.id, "merged", step, event.observation_ids, event.summary)
                 final_id[i] = fused.id
                 record.events_merged += 1
                 continue
             event.topic_id = topic_ops.assign_online(store, namespace, event, vec, s, labels)
             store.put_event(event, vec)
-            store.add_history(namespace, event.id, "created", step, event.observation_ids, event.summary)
+            store.history.add(namespace, event.id, "created", step, event.observation_ids, event.summary)
             final_id[i] = event.id
             record.events_new += 1
             for d in decisions:

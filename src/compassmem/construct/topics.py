@@ -140,7 +140,7 @@ def due(store: Store, namespace: str, settings: ConstructionSettings) -> bool:
     total re-clustering work by a constant times the final size (each pass is O(n))."""
     if (store.step_count(namespace) + 1) % settings.recluster_every:
         return False
-    last = store.get_meta(f"clustered_events/{namespace}")
+    last = store.meta.get(f"clustered_events/{namespace}")
     return last is None or store.event_count(namespace) >= settings.recluster_growth * int(last)
 
 
@@ -178,7 +178,7 @@ def recluster(store: Store, namespace: str, settings: ConstructionSettings, name
     from sklearn.cluster import KMeans, MiniBatchKMeans
 
     ids, mat = store.event_matrix(namespace)
-    store.set_meta(f"clustered_events/{namespace}", str(len(ids)))
+    store.meta.set(f"clustered_events/{namespace}", str(len(ids)))
     if len(ids) < 2:
         return len(store.topics(namespace))
     k = n_clusters(len(ids), settings)

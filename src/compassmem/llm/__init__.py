@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import atexit
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..config import LLMSettings
 from .client import LLMClient, extract_json, strip_think
 from .providers import ChatProvider, Completion, GGUFProvider, OpenAICompatibleProvider, TransientError
 from .spec import LLM_SPECS, LLMSpec, parse_llm_spec
+
+if TYPE_CHECKING:
+    from ..store.meta import Cache
 
 __all__ = ["LLMClient", "LLMSpec", "parse_llm_spec", "make_llm", "LLM_SPECS", "ChatProvider", "Completion",
            "TransientError", "extract_json", "strip_think", "OpenAICompatibleProvider", "GGUFProvider"]
@@ -23,7 +26,7 @@ def _close_models() -> None:
         _GGUF.popitem()[1].close()
 
 
-def make_llm(spec: str | LLMSpec | None, settings: LLMSettings | None = None, cache: Any = None,
+def make_llm(spec: str | LLMSpec | None, settings: LLMSettings | None = None, cache: "Cache | None" = None,
              base_url: str | None = None, api_key: str | None = None) -> LLMClient | None:
     """None for the offline engine; otherwise a client over the provider the spec names."""
     parsed = spec if isinstance(spec, LLMSpec) else parse_llm_spec(spec)

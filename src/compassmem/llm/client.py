@@ -10,7 +10,7 @@ import re
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Iterator, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -19,6 +19,9 @@ from ..errors import BudgetExceeded, DeadlineExceeded, LLMError
 from ..models import Usage
 from ..prompts import PromptTemplate
 from .providers import ChatProvider, TransientError
+
+if TYPE_CHECKING:
+    from ..store.meta import Cache
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -69,10 +72,10 @@ _SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar("compassmem_
 
 
 class LLMClient:
-    def __init__(self, provider: ChatProvider, settings: LLMSettings | None = None, cache: Any = None) -> None:
+    def __init__(self, provider: ChatProvider, settings: LLMSettings | None = None, cache: "Cache | None" = None) -> None:
         self.provider = provider
         self.settings = settings or LLMSettings()
-        self.cache = cache if self.settings.cache else None  # anything with cache_get / cache_put
+        self.cache = cache if self.settings.cache else None  # the store's response cache (store/meta.py)
         self.total = Usage()
         self.calls_by_role: dict[str, Usage] = {}
         self._lock = threading.Lock()
@@ -155,7 +158,7 @@ class LLMClient:
         schema = output.model_json_schema()
         key = self._cache_key(messages, schema)
         if self.cache is not None:
-            hit = self.cache.cache_get(key)
+            hit = self.cache.get(key)
             if hit is not None:
                 self._record(role, Usage(cached_calls=1))
                 return output.model_validate_json(hit)
@@ -193,6 +196,6 @@ class LLMClient:
                                      "Reply again with one JSON object that follows the schema exactly."}]
                 continue
             if self.cache is not None:
-                self.cache.cache_put(key, value.model_dump_json())
+                self.cache.put(key, value.model_dump_json())
             return value
         raise LLMError(role, f"failed after {attempts} attempt(s): {problem}", last_raw)

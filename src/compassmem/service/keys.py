@@ -48,22 +48,22 @@ def create(store: Store, tenant: str, name: str = "") -> tuple[str, ApiKey]:
                          f"got {tenant!r}")
     key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(30)
     record = ApiKey(id=key_id, tenant=tenant, name=name[:100], created_at=utcnow())
-    store.set_meta(PREFIX + key_id, json.dumps({**record.model_dump(), "sha256": _digest(secret)}))
+    store.meta.set(PREFIX + key_id, json.dumps({**record.model_dump(), "sha256": _digest(secret)}))
     return f"cm_{key_id}_{secret}", record
 
 
 def list_keys(store: Store) -> list[ApiKey]:
     return [ApiKey.model_validate({k: v for k, v in json.loads(value).items() if k != "sha256"})
-            for _, value in store.meta_items(PREFIX)]
+            for _, value in store.meta.items(PREFIX)]
 
 
 def revoke(store: Store, key_id: str) -> ApiKey:
-    raw = store.get_meta(PREFIX + key_id) if isinstance(key_id, str) else None
+    raw = store.meta.get(PREFIX + key_id) if isinstance(key_id, str) else None
     if raw is None:
         raise InputError(f"no API key '{key_id}' (compassmem keys list shows the ids)")
     data = json.loads(raw)
     data["revoked_at"] = data.get("revoked_at") or utcnow()
-    store.set_meta(PREFIX + key_id, json.dumps(data))
+    store.meta.set(PREFIX + key_id, json.dumps(data))
     return ApiKey.model_validate({k: v for k, v in data.items() if k != "sha256"})
 
 
@@ -72,7 +72,7 @@ def authenticate(store: Store, key: str | None) -> ApiKey | None:
     m = _KEY.match(key or "")
     if not m:
         return None
-    raw = store.get_meta(PREFIX + m.group(1))
+    raw = store.meta.get(PREFIX + m.group(1))
     if raw is None:
         return None
     data = json.loads(raw)

@@ -6,20 +6,18 @@ Every backend (SQLite today, PostgreSQL + pgvector next) must pass tests/test_st
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from contextvars import ContextVar
 from typing import Iterable, Iterator, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..errors import NamespaceNotFound
 
-from ..models import Event, Filters, HistoryEntry, Observation, Relation, StepRecord, Topic
+from ..models import Event, Filters, Observation, Relation, StepRecord, Topic
+from .history import EventHistory
+from .meta import Cache, Meta, cache_namespace
+from .sql import SQL
 
-
-# The namespaces an LLM call works for (an ask over a scope reads several): a store tags the cache rows
-# it writes or replays with each, so forgetting any of them also removes the cached prompts and answers
-# that held its text.
-cache_namespace: ContextVar[tuple[str, ...]] = ContextVar("cache_namespace", default=())
+__all__ = ["Store", "require_namespace", "cache_namespace"]
 
 
 def require_namespace(store: "Store", namespace: str) -> str:
@@ -33,6 +31,12 @@ def require_namespace(store: "Store", namespace: str) -> str:
 
 @runtime_checkable
 class Store(Protocol):
+    # --- operations written once over the backend's executor (store/meta.py, store/history.py)
+    sql: SQL
+    meta: Meta  # database-wide settings (which embedder built it, API keys)
+    cache: Cache  # LLM responses, shared across namespaces: keyed by the whole request
+    history: EventHistory  # each event's change log (Memory.history)
+
     # --- lifecycle
     def close(self) -> None: ...
     def transaction(self) -> AbstractContextManager[None]:
@@ -140,9 +144,6 @@ class Store(Protocol):
     def filter_observations(self, namespace: str, filters: Filters) -> list[str]:
         """Ids of the observations that satisfy every condition, in stream order."""
         ...
-    def drop_cache(self, namespace: str) -> int:
-        """Remove the LLM-cache rows the namespace's work wrote or replayed; returns how many."""
-        ...
     def compact(self, namespace: str) -> int:
         """Rewrite the namespace's indexes so deleted rows live in no index file; returns files removed."""
         ...
@@ -155,24 +156,7 @@ class Store(Protocol):
     def checkpoint(self) -> None:
         """Make deleted rows unrecoverable from any log the backend keeps (SQLite: the WAL)."""
         ...
-    def add_history(self, namespace: str, event_id: str, action: str, step: int | None,
-                    observation_ids: list[str], summary: str | None) -> None: ...
-    def redact_history(self, namespace: str, event_ids: list[str]) -> int:
-        """Blank the summaries recorded so far for these events (they may hold deleted text)."""
-        ...
-    def history(self, namespace: str, event_id: str) -> list[HistoryEntry]: ...
 
     # --- export / import (exact, backend rows; see memory.Memory.export)
     def export_rows(self, namespace: str) -> Iterator[tuple[str, dict]]: ...
     def import_rows(self, rows: Iterable[tuple[str, dict]]) -> int: ...
-
-    # --- database-wide settings (e.g. which embedder built it)
-    def get_meta(self, key: str) -> str | None: ...
-    def set_meta(self, key: str, value: str) -> None: ...
-    def meta_items(self, prefix: str) -> list[tuple[str, str]]:
-        """(key, value) of the settings whose key starts with `prefix` (API keys live there)."""
-        ...
-
-    # --- LLM response cache (shared across namespaces: keyed by the whole request)
-    def cache_get(self, key: str) -> str | None: ...
-    def cache_put(self, key: str, value: str) -> None: ...

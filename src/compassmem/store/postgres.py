@@ -18,10 +18,13 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..embed.base import l2_normalise
-from ..errors import InputError, StoreError
+from ..errors import StoreError
 from ..models import Event, Observation, Relation, StepRecord, Topic, utcnow
 from . import rows as records
-from .base import cache_namespace
+from .history import EventHistory
+from .meta import Cache, Meta
+from .queries import SharedQueries
+from .sql import PostgresSQL
 from .rows import EVENT_COLS as _EVENT_COLS, KINDS as _KINDS, OBS_COLS as _OBS_COLS, REL_COLS, KindCalls
 from .postgres_edit import PostgresEditing
 from .postgres_index import PostgresIndexes
@@ -31,7 +34,7 @@ from .postgres_values import _np, _terms
 _WRITE_LOCK = 0x436F6D70  # one advisory lock for all writers: steps never interleave (as in SQLite)
 
 
-class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
+class PostgresStore(SharedQueries, PostgresEditing, PostgresIndexes, KindCalls):
     """Thread-safe: each thread's transaction or snapshot holds one pooled connection."""
 
     def __init__(self, url: str, max_connections: int = 8) -> None:
@@ -52,8 +55,11 @@ class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
         except psycopg.Error as exc:
             raise StoreError(f"cannot open PostgreSQL database: {str(exc).strip().splitlines()[0]}") from None
         self._local = threading.local()
+        self.sql = PostgresSQL(self._conn, self.transaction, (psycopg.DataError, psycopg.errors.ProgramLimitExceeded))
+        self._q, self._x = self.sql.query, self.sql.execute
+        self.meta, self.cache, self.history = Meta(self.sql), Cache(self.sql), EventHistory(self.sql)
         self._counts: dict[tuple[str, str], tuple[int, float]] = {}
-        self._dim: int | None = int(self.get_meta("vector_dim") or 0) or None
+        self._dim: int | None = int(self.meta.get("vector_dim") or 0) or None
 
     # ------------------------------------------------------------------ schema
     def _migrate(self, conn: Any) -> None:
@@ -75,9 +81,9 @@ class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
         if vec is None or self._dim is not None:
             return
         dim = int(np.asarray(vec).shape[-1])
-        if self.get_meta("vector_dim") is None:
-            self.set_meta("vector_dim", str(dim))
-        self._dim = int(self.get_meta("vector_dim") or dim)
+        if self.meta.get("vector_dim") is None:
+            self.meta.set("vector_dim", str(dim))
+        self._dim = int(self.meta.get("vector_dim") or dim)
 
     # ------------------------------------------------------------------ connections
     @contextmanager
@@ -88,23 +94,6 @@ class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
             return
         with self._pool.connection() as conn:
             yield conn
-
-    def _q(self, sql: str, args: tuple | list = ()) -> list[tuple]:
-        """Rows in binary format: pgvector's text parsing was 60 % of an ask."""
-        with self._conn() as c, self._refused():
-            return c.execute(sql, args, binary=True).fetchall()
-
-    def _x(self, sql: str, args: tuple | list = ()) -> int:
-        with self._conn() as c, self._refused():
-            return c.execute(sql, args).rowcount
-
-    @contextmanager
-    def _refused(self) -> Iterator[None]:
-        """A value PostgreSQL cannot store (validation should have caught it) is bad input, not a crash."""
-        try:
-            yield
-        except (self._psycopg.DataError, self._psycopg.errors.ProgramLimitExceeded) as exc:
-            raise InputError(f"PostgreSQL refused a value: {str(exc).strip().splitlines()[0]}") from None
 
     def close(self) -> None:
         self._pool.close()
@@ -161,7 +150,7 @@ class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
             for table in self._OWNED:
                 removed[table] = self._q(f"SELECT COUNT(*) FROM {table} WHERE namespace=%s", (namespace,))[0][0]
             removed["full_text"] = self._q("SELECT COUNT(DISTINCT obs_id) FROM terms WHERE namespace=%s", (namespace,))[0][0]
-            removed["llm_cache"] = self.drop_cache(namespace)
+            removed["llm_cache"] = self.cache.drop(namespace)
             self._x("DELETE FROM namespaces WHERE name=%s", (namespace,))
             self._x("DELETE FROM meta WHERE key=%s", (f"clustered_events/{namespace}",))
         removed["index_files"] = 0
@@ -183,7 +172,7 @@ class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
             postings.setdefault(o.namespace, {})[o.id] = (counts, length)
             if o.speaker:
                 speakers.add((o.namespace, o.speaker))
-        with self.transaction(), self._conn() as c, self._refused():
+        with self.transaction(), self._conn() as c, self.sql.refusals():
             cur = c.cursor()
             totals = {}  # per namespace: new documents, and how much their total length changes
             for namespace, by_id in postings.items():
@@ -379,31 +368,3 @@ class PostgresStore(PostgresEditing, PostgresIndexes, KindCalls):
 
     def event_topics(self, namespace: str) -> dict[str, str | None]:
         return dict(self._q("SELECT id, topic_id FROM events WHERE namespace=%s ORDER BY rowid", (namespace,)))
-
-    # ------------------------------------------------------------------ meta and cache
-    def get_meta(self, key: str) -> str | None:
-        rows = self._q("SELECT value FROM meta WHERE key=%s", (key,))
-        return rows[0][0] if rows else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        self._x("INSERT INTO meta VALUES (%s,%s) ON CONFLICT (key) DO UPDATE SET value=excluded.value", (key, value))
-
-    def meta_items(self, prefix: str) -> list[tuple[str, str]]:
-        return [(k, v) for k, v in self._q("SELECT key, value FROM meta WHERE left(key, %s) = %s ORDER BY key",
-                                           (len(prefix), prefix))]
-
-    def cache_get(self, key: str) -> str | None:
-        rows = self._q("SELECT value FROM llm_cache WHERE key=%s", (key,))
-        if rows:
-            self._ref(key)
-        return rows[0][0] if rows else None
-
-    def cache_put(self, key: str, value: str) -> None:
-        with self.transaction():
-            self._x("INSERT INTO llm_cache VALUES (%s,%s,%s) ON CONFLICT (key) DO UPDATE SET value=excluded.value",
-                    (key, value, utcnow()))
-            self._ref(key)
-
-    def _ref(self, key: str) -> None:
-        for namespace in cache_namespace.get():
-            self._x("INSERT INTO llm_cache_refs VALUES (%s,%s) ON CONFLICT DO NOTHING", (key, namespace))

@@ -1,16 +1,14 @@
-"""The PostgreSQL store's editing, history and export/import (Memory.delete / update / history, filters,
-receipts). A mixin of PostgresStore (store/postgres.py), which owns the pool and the transactions."""
+"""The PostgreSQL store's editing and export/import (Memory.delete / update, receipts). A mixin of PostgresStore (store/postgres.py), which owns the pool and the transactions."""
 
 from __future__ import annotations
 
-import json
 from typing import Iterable, Iterator
 
 from ..errors import StoreError
 from ..export_file import COLUMNS
-from ..models import Filters, HistoryEntry, Observation, Relation, utcnow
+from ..models import Observation
 from . import rows as records
-from .rows import OBS_COLS as _OBS_COLS, REL_COLS
+from .rows import OBS_COLS as _OBS_COLS
 from .postgres_values import EXPORT_TABLES, _portable, _terms
 
 
@@ -34,38 +32,6 @@ class PostgresEditing:
             self._x("DELETE FROM events WHERE namespace=%s AND id = ANY(%s)", (namespace, list(dict.fromkeys(ids))))
             return before - self._q("SELECT COUNT(*) FROM relations WHERE namespace=%s", (namespace,))[0][0]
 
-    def relations_citing(self, namespace: str, observation_ids: list[str]) -> list[Relation]:
-        return [records.relation(r) for r in self._q(
-            f"SELECT {REL_COLS} FROM relations WHERE namespace=%s AND EXISTS (SELECT 1 FROM "
-            "json_array_elements_text(evidence::json) v WHERE v = ANY(%s)) ORDER BY rowid",
-            (namespace, list(dict.fromkeys(observation_ids))))]
-
-    def filter_observations(self, namespace: str, filters: Filters) -> list[str]:
-        where, args = ["o.namespace=%s"], [namespace]
-        day = "COALESCE(o.date, e.time::json->>'date')"
-        if filters.since:
-            where.append(f"{day} >= %s")
-            args.append(filters.since)
-        if filters.until:
-            where.append(f"{day} <= %s")
-            args.append(filters.until)
-        if filters.speaker:
-            where.append("o.speaker = ANY(%s)")
-            args.append(list(filters.speaker))
-        for key, value in filters.meta.items():
-            where.append("(o.meta::jsonb ->> %s) = %s")
-            args += [key, value]
-        return [r[0] for r in self._q(
-            "SELECT o.id FROM observations o LEFT JOIN events e ON e.namespace=o.namespace AND e.id=o.event "
-            f"WHERE {' AND '.join(where)} ORDER BY o.step, o.seq", args)]
-
-    def drop_cache(self, namespace: str) -> int:
-        with self.transaction():
-            keys = [r[0] for r in self._q("SELECT key FROM llm_cache_refs WHERE namespace=%s", (namespace,))]
-            n = self._x("DELETE FROM llm_cache WHERE key = ANY(%s)", (keys,)) if keys else 0
-            self._x("DELETE FROM llm_cache_refs WHERE key = ANY(%s)", (keys,))
-        return n
-
     def compact(self, namespace: str) -> int:
         """VACUUM the tables that held the deleted rows, so their dead tuples are reclaimed (PostgreSQL keeps
         them on their pages until then). Never inside a transaction. No index files: returns 0."""
@@ -77,9 +43,6 @@ class PostgresEditing:
     def checkpoint(self) -> None:
         """Nothing to do: compact has reclaimed the deleted rows; PostgreSQL's WAL is the server's own."""
 
-    def text_held(self, text: str) -> bool:
-        return bool(self._q("SELECT 1 FROM observations WHERE strpos(text, %s) > 0 LIMIT 1", (text,)))
-
     def leak_scan(self, texts: list[str]) -> tuple[list[str], list[str]]:
         """Where each text could still be: every text column of every table (SQL, through the server)."""
         places = [("observations", "text"), ("events", "summary"), ("events", "history"),
@@ -87,22 +50,6 @@ class PostgresEditing:
         found = [f"{table}.{col}: {t[:60]}" for t in texts for table, col in places
                  if self._q(f"SELECT 1 FROM {table} WHERE strpos({col}, %s) > 0 LIMIT 1", (t,))]
         return [f"postgresql:{table}.{col}" for table, col in places], found
-
-    def add_history(self, namespace: str, event_id: str, action: str, step: int | None,
-                    observation_ids: list[str], summary: str | None) -> None:
-        self._x("INSERT INTO event_history (namespace,event_id,at,action,step,observation_ids,summary) VALUES "
-                "(%s,%s,%s,%s,%s,%s,%s)", (namespace, event_id, utcnow(), action, step, json.dumps(observation_ids),
-                                           summary))
-
-    def redact_history(self, namespace: str, event_ids: list[str]) -> int:
-        return self._x("UPDATE event_history SET summary=NULL WHERE namespace=%s AND summary IS NOT NULL AND "
-                       "event_id = ANY(%s)", (namespace, list(dict.fromkeys(event_ids))))
-
-    def history(self, namespace: str, event_id: str) -> list[HistoryEntry]:
-        return [HistoryEntry(event_id=r[0], at=r[1], action=r[2], step=r[3], observation_ids=json.loads(r[4]),
-                             summary=r[5]) for r in self._q(
-            "SELECT event_id, at, action, step, observation_ids, summary FROM event_history WHERE namespace=%s AND "
-            "event_id=%s ORDER BY rowid", (namespace, event_id))]
 
     # ------------------------------------------------------------------ export / import
     def export_rows(self, namespace: str) -> Iterator[tuple[str, dict]]:

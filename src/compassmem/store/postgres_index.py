@@ -20,7 +20,7 @@ EXACT_BELOW = 20_000  # rows per namespace and kind under which a search scans e
 
 class PostgresIndexes:
     """Needs from its host: _q, _x, _conn, _local, _dim, _counts, _matrix_of, transaction, snapshot,
-    get_meta, set_meta."""
+    meta."""
 
     def _search(self, namespace: str, kind: str, query: np.ndarray, k: int, exact: bool = True) -> list[tuple[str, float]]:
         """pgvector proposes candidates by cosine distance (HNSW; an exhaustive scan below EXACT_BELOW rows, as
@@ -29,7 +29,7 @@ class PostgresIndexes:
         large namespace because `exact` was asked: that made every merge-candidate lookup of a large namespace's
         ingest, and the scale harness's "ANN" primitive, a full scan (616 ms at 200 K rows)."""
         if self._dim is None:  # another process may have stored the first vector since we opened
-            self._dim = int(self.get_meta("vector_dim") or 0) or None
+            self._dim = int(self.meta.get("vector_dim") or 0) or None
         if k <= 0 or self._dim is None or len(query) != self._dim:
             return []
         table, col = _KINDS[kind]
@@ -99,19 +99,19 @@ class PostgresIndexes:
         if self._dim is None or getattr(self._local, "conn", None) is not None:
             return
         rows = self._rows_in(namespace, "observations")  # a count up to 30 s old is close enough
-        analysed = int(self.get_meta(f"analysed/{namespace}") or 0)
+        analysed = int(self.meta.get(f"analysed/{namespace}") or 0)
         if rows >= max(1000, 2 * analysed):
             self._x("ANALYZE observations, terms, events, relations, topics")
-            self.set_meta(f"analysed/{namespace}", str(rows))
-        if self.get_meta("hnsw_indexes"):
+            self.meta.set(f"analysed/{namespace}", str(rows))
+        if self.meta.get("hnsw_indexes"):
             return
         if max(self._rows_in(namespace, table) for table, _ in _KINDS.values()) < EXACT_BELOW:
             return
         with self.transaction():  # under the writers' lock: one process builds them
-            if not self.get_meta("hnsw_indexes"):
+            if not self.meta.get("hnsw_indexes"):
                 for sql in hnsw_indexes(self._dim):
                     self._x(sql)
-                self.set_meta("hnsw_indexes", "1")
+                self.meta.set("hnsw_indexes", "1")
 
     def check_indexes(self, namespace: str) -> list[str]:
         problems: list[str] = []

@@ -12,18 +12,21 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterator
 
 import numpy as np
 
 from ..embed.base import l2_normalise
 from ..errors import StoreError
-from ..models import Event, Filters, HistoryEntry, Observation, Relation, StepRecord, Topic, utcnow
+from ..models import Event, Observation, Relation, StepRecord, Topic, utcnow
 from . import rows as records
-from . import sqlite_edit, sqlite_io
-from .base import cache_namespace
+from .history import EventHistory
+from .meta import Cache, Meta
+from .queries import SharedQueries
+from .sql import SQLiteSQL
 from .impact import LexicalBase
 from .rows import EVENT_COLS, KINDS as _KINDS, OBS_COLS, REL_COLS, KindCalls
+from .sqlite_edit import SQLiteEditing
 from .sqlite_index import SQLiteIndexes, _unblob
 from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_V3, SCHEMA_VERSION, fts_name, immediate, new_token,
                             observation_terms, statements, upgrade, wal_mode)
@@ -38,7 +41,7 @@ def _blob(vec: np.ndarray) -> bytes:
 MMAP_BYTES = 1 << 34  # 16 GiB, more than a 1 M-event database
 
 
-class SQLiteStore(SQLiteIndexes, KindCalls):
+class SQLiteStore(SharedQueries, SQLiteEditing, SQLiteIndexes, KindCalls):
     """Thread-safe (one connection behind a lock); readers never see half a step."""
 
     def __init__(self, path: str | Path, busy_timeout_s: float = 30.0, index_policy: IndexPolicy | None = None) -> None:
@@ -77,6 +80,8 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
         self._writes = 0  # open write transactions: an index base must never be built from their rows
         self._indexes: dict[tuple[str, str, str], VectorIndex] = {}
         self._lexicals: dict[tuple[str, str], tuple[int, list[LexicalBase]]] = {}  # (ns, token) -> (head, tiers)
+        self.sql = SQLiteSQL(self._conn, self._lock, self.transaction)
+        self.meta, self.cache, self.history = Meta(self.sql), Cache(self.sql), EventHistory(self.sql)
 
     def _create_schema(self) -> tuple | None:
         """The tables of a new database, inside one write transaction: processes opening the same new file
@@ -169,7 +174,7 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
         return bool(self._rows("SELECT 1 FROM namespaces WHERE name=?", (namespace,)))
 
     def _token(self, namespace: str) -> str | None:
-        return self.get_meta(f"index_token/{namespace}")
+        return self.meta.get(f"index_token/{namespace}")
 
     _OWNED = ("observations", "steps", "events", "relations", "topics", "speakers", "vector_log", "event_history")
 
@@ -183,7 +188,7 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
             token = self._token(namespace)
             for table in self._OWNED:
                 removed[table] = self._rows(f"SELECT COUNT(*) FROM {table} WHERE namespace=?", (namespace,))[0][0]
-            removed["llm_cache"] = self.drop_cache(namespace)
+            removed["llm_cache"] = self.cache.drop(namespace)
             if token:
                 removed["full_text"] = self._rows(f'SELECT COUNT(*) FROM "{fts_name(token)}"')[0][0]
             self._exec("DELETE FROM namespaces WHERE name=?", (namespace,))
@@ -200,49 +205,6 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
         if self.path != ":memory:":
             with self._lock:
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-    # ------------------------------------------------------------------ editing (store/sqlite_edit.py)
-    def delete_observations(self, namespace: str, ids: list[str]) -> list[Observation]:
-        return sqlite_edit.delete_observations(self, namespace, ids)
-
-    def delete_events(self, namespace: str, ids: list[str]) -> int:
-        return sqlite_edit.delete_events(self, namespace, ids)
-
-    def relations_citing(self, namespace: str, observation_ids: list[str]) -> list[Relation]:
-        return sqlite_edit.relations_citing(self, namespace, observation_ids)
-
-    def filter_observations(self, namespace: str, filters: Filters) -> list[str]:
-        return sqlite_edit.filter_observations(self, namespace, filters)
-
-    def drop_cache(self, namespace: str) -> int:
-        return sqlite_edit.drop_cache(self, namespace)
-
-    def compact(self, namespace: str) -> int:
-        return sqlite_edit.compact(self, namespace)
-
-    def text_held(self, text: str) -> bool:
-        return sqlite_edit.text_held(self, text)
-
-    def leak_scan(self, texts: list[str]) -> tuple[list[str], list[str]]:
-        """(files scanned, 'file: text' for each text still readable): the database file and its WAL."""
-        return sqlite_edit.scan_files(self.path, texts)
-
-    def add_history(self, namespace: str, event_id: str, action: str, step: int | None,
-                    observation_ids: list[str], summary: str | None) -> None:
-        sqlite_edit.add_history(self, namespace, event_id, action, step, observation_ids, summary)
-
-    def redact_history(self, namespace: str, event_ids: list[str]) -> int:
-        return sqlite_edit.redact_history(self, namespace, event_ids)
-
-    def history(self, namespace: str, event_id: str) -> list[HistoryEntry]:
-        return sqlite_edit.history(self, namespace, event_id)
-
-    # ------------------------------------------------------------------ export / import
-    def export_rows(self, namespace: str) -> Iterator[tuple[str, dict]]:
-        return sqlite_io.export_rows(self, namespace)
-
-    def import_rows(self, rows: Iterable[tuple[str, dict]]) -> int:
-        return sqlite_io.import_rows(self, rows)
 
     # ------------------------------------------------------------------ observations
     def add_observations(self, observations: list[Observation], embeddings: np.ndarray | None = None) -> None:
@@ -444,32 +406,3 @@ class SQLiteStore(SQLiteIndexes, KindCalls):
 
     def event_topics(self, namespace: str) -> dict[str, str | None]:
         return dict(self._rows("SELECT id, topic_id FROM events WHERE namespace=?", (namespace,)))
-
-    # ------------------------------------------------------------------ meta
-    def get_meta(self, key: str) -> str | None:
-        rows = self._rows("SELECT value FROM meta WHERE key=?", (key,))
-        return rows[0][0] if rows else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        self._exec("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
-
-    def meta_items(self, prefix: str) -> list[tuple[str, str]]:
-        """(key, value) of the settings whose key starts with `prefix`, by key."""
-        return [(k, v) for k, v in self._rows("SELECT key, value FROM meta WHERE substr(key, 1, ?) = ? ORDER BY key",
-                                              (len(prefix), prefix))]
-
-    # ------------------------------------------------------------------ cache
-    def cache_get(self, key: str) -> str | None:
-        rows = self._rows("SELECT value FROM llm_cache WHERE key=?", (key,))
-        if rows:
-            self._ref(key)
-        return rows[0][0] if rows else None
-
-    def cache_put(self, key: str, value: str) -> None:
-        with self.transaction():
-            self._exec("INSERT OR REPLACE INTO llm_cache VALUES (?,?,?)", (key, value, utcnow()))
-            self._ref(key)
-
-    def _ref(self, key: str) -> None:
-        for namespace in cache_namespace.get():
-            self._exec("INSERT OR IGNORE INTO llm_cache_refs VALUES (?, ?)", (key, namespace))

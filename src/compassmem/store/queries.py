@@ -1,0 +1,52 @@
+"""Read queries every backend answers with the same SQL (store/sql.py spells the differences): filters,
+the relations that cite observations, and whether any text is still held."""
+
+from __future__ import annotations
+
+from ..models import Filters, Relation
+from . import rows as records
+from .rows import REL_COLS
+from .sql import SQL
+
+
+class SharedQueries:
+    """Mixed into each store; needs only its public `sql` executor."""
+
+    sql: SQL
+
+    def relations_citing(self, namespace: str, observation_ids: list[str]) -> list[Relation]:
+        """Relations whose evidence cites any of these observations (whichever events they join)."""
+        out: dict[str, Relation] = {}
+        for chunk in self.sql.chunks(list(dict.fromkeys(observation_ids))):
+            where, args = self.sql.any_of("value", chunk)
+            for r in self.sql.rows(f"SELECT {REL_COLS} FROM relations r WHERE namespace=? AND EXISTS "
+                                   f"(SELECT 1 FROM {self.sql.json_items('r.evidence')} WHERE {where}) ORDER BY rowid",
+                                   (namespace, *args)):
+                out[r[1]] = records.relation(r)
+        return list(out.values())
+
+    def filter_observations(self, namespace: str, filters: Filters) -> list[str]:
+        """Ids of the observations that satisfy every condition (date: the observation's, else its
+        event's), in stream order."""
+        where, args = ["o.namespace=?"], [namespace]
+        day = f"COALESCE(o.date, {self.sql.json_text('e.time', 'date')})"
+        if filters.since:
+            where.append(f"{day} >= ?")
+            args.append(filters.since)
+        if filters.until:
+            where.append(f"{day} <= ?")
+            args.append(filters.until)
+        if filters.speaker:
+            clause, values = self.sql.any_of("o.speaker", list(filters.speaker))
+            where.append(clause)
+            args += values
+        for key, value in filters.meta.items():
+            where.append(f"EXISTS (SELECT 1 FROM {self.sql.json_pairs('o.meta')} WHERE key=? AND value=?)")
+            args += [key, value]
+        return [r[0] for r in self.sql.rows(
+            "SELECT o.id FROM observations o LEFT JOIN events e ON e.namespace=o.namespace AND e.id=o.event "
+            f"WHERE {' AND '.join(where)} ORDER BY o.step, o.seq", args)]
+
+    def text_held(self, text: str) -> bool:
+        """Whether any observation, in any namespace, still contains `text` (a receipt does not look for those)."""
+        return bool(self.sql.rows(f"SELECT 1 FROM observations WHERE {self.sql.position('text')} > 0 LIMIT 1", (text,)))
