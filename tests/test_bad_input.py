@@ -50,7 +50,7 @@ def test_library_inputs_are_refused_in_one_line(mem, tmp_path, case):
     with pytest.raises(CompassMemError, match=message) as info:
         call(mem, tmp_path)
     assert "\n" not in str(info.value)
-    assert mem.store.step_count("ns") == 1  # nothing was written
+    assert mem.store.steps.count("ns") == 1  # nothing was written
 
 
 def _locomo(tmp_path, conversation: dict, qa=()) -> object:

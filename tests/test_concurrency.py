@@ -130,7 +130,7 @@ def test_a_topic_label_from_a_model_is_asked_for_outside_the_write_lock(tmp_path
     record = slow.add(obs, namespace="slow", step=1, world_time=when)
     assert asked and set(slow.namespaces()) == {"slow", "other"}
     assert sorted(t.label for t in slow.store.topics("slow")) == [f"model label {i + 1}" for i in range(len(asked))]
-    assert slow.store.get_step("slow", 1) == record
+    assert slow.store.steps.get("slow", 1) == record
 
 
 def test_a_failed_model_label_keeps_the_keyword_label_and_the_step(tmp_path):
@@ -145,9 +145,9 @@ def test_a_failed_model_label_keeps_the_keyword_label_and_the_step(tmp_path):
     mem.constructor.roles.labeler = Failing()
     (_, obs, when), = _steps("n", n_steps=1)
     record = mem.add(obs, namespace="n", step=1, world_time=when)
-    assert mem.store.step_count("n") == 1 and all(t.label for t in mem.store.topics("n"))
+    assert mem.store.steps.count("n") == 1 and all(t.label for t in mem.store.topics("n"))
     assert any("kept its keyword label" in s for s in record.skipped)
-    assert mem.store.get_step("n", 1).skipped == record.skipped
+    assert mem.store.steps.get("n", 1).skipped == record.skipped
 
 
 def test_busy_database_is_one_clear_error_and_writes_nothing(tmp_path):
@@ -175,7 +175,7 @@ def test_two_processes_adding_the_same_steps_write_each_once(db_factory):
     _writer(alone, "shared", errors)
     assert _snapshot(db) == _snapshot(alone)
     with Memory(db, embedder="hash") as mem:
-        steps = [r.step for r in mem.store.steps("shared")]
+        steps = [r.step for r in mem.store.steps.all("shared")]
         assert steps == sorted(set(steps)) == list(range(1, len(_steps("shared")) + 1))
 
 
@@ -211,7 +211,7 @@ def test_concurrent_adds_without_a_step_all_land_in_order(tmp_path):
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(client, range(8)))
-    assert mem.store.step_count("busy") == 200
+    assert mem.store.steps.count("busy") == 200
     _order_kept(mem, "busy", 8, 25)
     mem.close()
 
@@ -225,7 +225,7 @@ def test_processes_adding_without_a_step_take_the_next_free_number(db_factory):
     errors = ctx.Queue()
     _run_all([ctx.Process(target=_appender, args=(db, "shared", c, 10, errors)) for c in range(4)], errors)
     with Memory(db, embedder="hash") as mem:
-        assert mem.store.step_count("shared") == 40
+        assert mem.store.steps.count("shared") == 40
         _order_kept(mem, "shared", 4, 10)
 
 

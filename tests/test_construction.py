@@ -33,7 +33,7 @@ def test_topic_count_follows_k_formula_after_recluster(built):
     mem, ds, _ = built
     s = ConstructionSettings()
     for ns in ds.namespaces():
-        steps = mem.store.steps(ns)
+        steps = mem.store.steps.all(ns)
         last = max(r.step for r in steps if r.topics_reclustered)
         # events present at that re-cluster = events created up to that step (merges add none)
         n_at = sum(r.events_new for r in steps if r.step <= last)
@@ -80,7 +80,7 @@ def test_bad_steps(hash_memory):
     hash_memory.add([{"id": "x", "text": "a"}], namespace="n", step=1)
     with pytest.raises(InputError, match="earlier step"):
         hash_memory.add([{"id": "x", "text": "b"}], namespace="n", step=2)
-    assert hash_memory.store.step_count("n") == 1
+    assert hash_memory.store.steps.count("n") == 1
 
 
 def test_huge_turn_is_truncated_with_a_note(hash_memory):
@@ -135,7 +135,7 @@ def test_invalid_llm_output_after_retries_commits_nothing(tmp_path):
     with pytest.raises(LLMError, match="segment.*failed after 2 attempt"):
         mem.add(["a turn", "another turn"], namespace="n", step=1)
     assert not mem.store.has_namespace("n") or mem.store.observations("n") == []
-    assert mem.store.step_count("n") == 0
+    assert mem.store.steps.count("n") == 0
     mem.close()
 
 
@@ -209,7 +209,7 @@ def test_recluster_schedule_is_geometric_unless_set_to_the_papers(tmp_path, grow
                  settings=Settings.load(**{"construction.recluster_growth": growth}))
     for step in range(1, 33):
         mem.add([f"turn {step}.{i} about topic {step % 7} and thing {i}" for i in range(4)], namespace="g", step=step)
-    records = mem.store.steps("g")
+    records = mem.store.steps.all("g")
     done = [r.step for r in records if r.topics_reclustered]
     assert all(step % 4 == 0 for step in done)
     if growth == 1.0:

@@ -49,7 +49,7 @@ def test_sigkill_mid_step_leaves_no_half_step(db_factory):
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     store = open_store(db)
-    assert [r.step for r in store.steps("n")] == [1]
+    assert [r.step for r in store.steps.all("n")] == [1]
     assert {o.step for o in store.observations("n")} == {1}
     assert all(e.step == 1 for e in store.events("n"))
     store.close()
@@ -58,7 +58,7 @@ def test_sigkill_mid_step_leaves_no_half_step(db_factory):
 
     mem = Memory(db, embedder="hash")
     rec = mem.add(["second step turn one", "second step turn two"], namespace="n", step=2)
-    assert rec.step == 2 and len(mem.store.steps("n")) == 2
+    assert rec.step == 2 and len(mem.store.steps.all("n")) == 2
     mem.close()
 
 
@@ -99,7 +99,7 @@ def _consistent(db: str) -> int:
     try:
         if not store.has_namespace("k"):
             return 0
-        records = {r.step: r for r in store.steps("k")}
+        records = {r.step: r for r in store.steps.all("k")}
         obs = store.observations("k")
         by_step: dict[int, int] = {}
         for o in obs:

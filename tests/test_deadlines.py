@@ -69,7 +69,7 @@ def test_step_against_a_slow_server_ends_at_its_deadline_and_commits_nothing(tmp
                      base_url=f"http://127.0.0.1:{srv.server_port}/v1", settings=settings)
         with pytest.raises(DeadlineExceeded, match="step 1 of 'n' ran past its deadline"):
             mem.add(["Ana adopted a puppy.", "Ben fixes bicycles."], namespace="n", step=1)
-        assert mem.store.step_count("n") == 0 and mem.store.observations("n") == []
+        assert mem.store.steps.count("n") == 0 and mem.store.observations("n") == []
     finally:
         srv.shutdown()
 

@@ -151,7 +151,7 @@ def test_rename_puts_every_row_where_the_importer_says(source, tmp_path, db_fact
     other = Memory(db_factory(), embedder="hash")
     assert other.import_file(write(tmp_path, lines), rename=lambda n: "tenant:b/" + n) == ["tenant:b/ana"]
     assert other.store.namespaces() == ["tenant:b/ana"]
-    assert {r.namespace for r in other.store.steps("tenant:b/ana")} == {"tenant:b/ana"}
+    assert {r.namespace for r in other.store.steps.all("tenant:b/ana")} == {"tenant:b/ana"}
     assert other.search("beagle", namespace="tenant:b/ana")[0].observations[0].id == "t1"
     other.add(["One more turn."], namespace="tenant:b/ana")  # the imported namespace takes new steps
     other.close()

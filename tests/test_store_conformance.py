@@ -142,17 +142,17 @@ def test_transaction_rolls_back_everything(store):
     with pytest.raises(RuntimeError):
         with store.transaction():
             store.put_event(_event("e2"), _vec(2))
-            store.put_step(StepRecord(namespace="a", step=1, content_hash="h"))
+            store.steps.put(StepRecord(namespace="a", step=1, content_hash="h"))
             raise RuntimeError("crash inside a step")
     assert [e.id for e in store.events("a")] == ["e1"]
-    assert store.get_step("a", 1) is None
+    assert store.steps.get("a", 1) is None
     assert store.event_matrix("a")[0] == before
 
 
 def test_steps_meta_and_cache(store):
     store.ensure_namespace("a")
-    store.put_step(StepRecord(namespace="a", step=3, content_hash="abc", events_new=2))
-    assert store.get_step("a", 3).events_new == 2 and store.step_count("a") == 1
+    store.steps.put(StepRecord(namespace="a", step=3, content_hash="abc", events_new=2))
+    assert store.steps.get("a", 3).events_new == 2 and store.steps.count("a") == 1
     store.meta.set("embedder", "hash")
     assert store.meta.get("embedder") == "hash" and store.meta.get("nope") is None
     store.cache.put("k", "v")

@@ -114,7 +114,7 @@ class Memory:
         # simply built again under the next one (its slow work is redone, nothing is lost).
         for _ in range(APPEND_TRIES):
             with self._append_lock:
-                step = max(self.store.last_step(namespace) or 0, self._appended.get(namespace, 0)) + 1
+                step = max(self.store.steps.last(namespace) or 0, self._appended.get(namespace, 0)) + 1
                 self._appended[namespace] = validate.step_number(step)
             try:
                 return self._add_step(namespace, step, items, world_time, meta)
@@ -427,7 +427,7 @@ class Memory:
         """Counts of observations, events, relations (by type), topics and merges, and construction cost."""
         namespace = require_namespace(self.store, namespace_for(namespace, user_id, agent_id, run_id))
         rels = self.store.relations(namespace)
-        steps = self.store.steps(namespace)
+        steps = self.store.steps.all(namespace)
         return {
             "namespace": namespace,
             "observations": self.store.observation_count(namespace),

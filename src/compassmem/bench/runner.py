@@ -61,7 +61,7 @@ def _build(mem: Memory, ds: Dataset, label: str, progress: Progress | None, timi
     committed, so a build interrupted after hours keeps the cost of every step it finished."""
     for i, item in enumerate(ds.steps):
         t0 = time.perf_counter()
-        existed = mem.store.get_step(item.namespace, item.step) is not None
+        existed = mem.store.steps.get(item.namespace, item.step) is not None
         rec = mem.constructor.add_step(item.namespace, item.step, item.observations, item.world_time)
         if not existed:
             timing = {"memory": label, "namespace": item.namespace, "step": item.step,

@@ -128,7 +128,7 @@ class Constructor:
         if not observations:
             raise InputError(f"step {step} of '{namespace}' has no observations")
         digest = content_hash(observations, world_time)
-        prior = self.store.get_step(namespace, step)
+        prior = self.store.steps.get(namespace, step)
         if prior is not None:
             if prior.content_hash == digest:
                 return prior
@@ -158,7 +158,7 @@ class Constructor:
                 plan = self._plan_fusion(namespace, draft)
                 labels = topic_ops.DeferredLabels(self.roles.labeler)
                 with self.store.transaction():
-                    prior = self.store.get_step(namespace, step)
+                    prior = self.store.steps.get(namespace, step)
                     if prior is not None:  # another writer committed this step meanwhile
                         if prior.content_hash == digest:
                             return prior
@@ -170,13 +170,13 @@ class Constructor:
                         plan = self._plan_fusion(namespace, draft, self.llm is None)  # no model call in here
                     record = self._apply(namespace, step, observations, draft, plan, digest, skipped, labels)
                     self._account(record, usage)
-                    self.store.put_step(record)
+                    self.store.steps.put(record)
                     break
             if labels.wanted:  # the model names new topics now that the write lock is free
                 record.skipped += labels.name(self.store, namespace)
                 with self.store.transaction():
                     self._account(record, usage)
-                    self.store.put_step(record)
+                    self.store.steps.put(record)
             # keep the store's indexes level with the step now (amortised: deltas fold into base files on a
             # geometric schedule), so the first ask after a long ingest does not pay for all of it
             self.store.refresh_indexes(namespace)
@@ -188,7 +188,7 @@ class Constructor:
         record.completion_tokens, record.latency_s = usage.completion_tokens, round(usage.latency_s, 3)
 
     def _version(self, namespace: str) -> int:
-        return self.store.step_count(namespace) if self.store.has_namespace(namespace) else 0
+        return self.store.steps.count(namespace) if self.store.has_namespace(namespace) else 0
 
     def _prepare(self, namespace: str, step: int, observations: list[Observation], world_time: str | None,
                  world_date, skipped: list[str]) -> _Draft:

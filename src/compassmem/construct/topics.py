@@ -138,7 +138,7 @@ def due(store: Store, namespace: str, settings: ConstructionSettings) -> bool:
     """Whether this step (not yet recorded) re-clusters: every T steps, and only once the namespace holds
     `recluster_growth` times the events it held at the last re-clustering. Geometric growth bounds the
     total re-clustering work by a constant times the final size (each pass is O(n))."""
-    if (store.step_count(namespace) + 1) % settings.recluster_every:
+    if (store.steps.count(namespace) + 1) % settings.recluster_every:
         return False
     last = store.meta.get(f"clustered_events/{namespace}")
     return last is None or store.event_count(namespace) >= settings.recluster_growth * int(last)

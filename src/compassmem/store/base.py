@@ -12,10 +12,11 @@ import numpy as np
 
 from ..errors import NamespaceNotFound
 
-from ..models import Event, Filters, Observation, Relation, StepRecord, Topic
+from ..models import Event, Filters, Observation, Relation, Topic
 from .history import EventHistory
 from .meta import Cache, Meta, cache_namespace
 from .sql import SQL
+from .steps import Steps
 
 __all__ = ["Store", "require_namespace", "cache_namespace"]
 
@@ -36,6 +37,7 @@ class Store(Protocol):
     meta: Meta  # database-wide settings (which embedder built it, API keys)
     cache: Cache  # LLM responses, shared across namespaces: keyed by the whole request
     history: EventHistory  # each event's change log (Memory.history)
+    steps: Steps  # one record per construction step: what makes a re-ingest resume (store/steps.py)
 
     # --- lifecycle
     def close(self) -> None: ...
@@ -74,13 +76,6 @@ class Store(Protocol):
     def observation_count(self, namespace: str) -> int: ...
     def speakers(self, namespace: str) -> list[str]: ...
 
-    # --- steps
-    def get_step(self, namespace: str, step: int) -> StepRecord | None: ...
-    def put_step(self, record: StepRecord) -> None: ...
-    def steps(self, namespace: str) -> list[StepRecord]: ...
-    def step_count(self, namespace: str) -> int: ...
-    def last_step(self, namespace: str) -> int | None:
-        """The highest step number stored (None: no step yet); an add without a step takes the next."""
 
     # --- events with embeddings
     def put_event(self, event: Event, embedding: np.ndarray) -> None: ...

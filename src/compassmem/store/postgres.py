@@ -19,10 +19,11 @@ import numpy as np
 
 from ..embed.base import l2_normalise
 from ..errors import StoreError
-from ..models import Event, Observation, Relation, StepRecord, Topic, utcnow
+from ..models import Event, Observation, Relation, Topic, utcnow
 from . import rows as records
 from .history import EventHistory
 from .meta import Cache, Meta
+from .steps import Steps
 from .queries import SharedQueries
 from .sql import PostgresSQL
 from .rows import EVENT_COLS as _EVENT_COLS, KINDS as _KINDS, OBS_COLS as _OBS_COLS, REL_COLS, KindCalls
@@ -58,6 +59,7 @@ class PostgresStore(SharedQueries, PostgresEditing, PostgresIndexes, KindCalls):
         self.sql = PostgresSQL(self._conn, self.transaction, (psycopg.DataError, psycopg.errors.ProgramLimitExceeded))
         self._q, self._x = self.sql.query, self.sql.execute
         self.meta, self.cache, self.history = Meta(self.sql), Cache(self.sql), EventHistory(self.sql)
+        self.steps = Steps(self.sql)
         self._counts: dict[tuple[str, str], tuple[int, float]] = {}
         self._dim: int | None = int(self.meta.get("vector_dim") or 0) or None
 
@@ -133,14 +135,8 @@ class PostgresStore(SharedQueries, PostgresEditing, PostgresIndexes, KindCalls):
                     self._local.conn = None
 
     # ------------------------------------------------------------------ namespaces
-    def namespaces(self) -> list[str]:
-        return [r[0] for r in self._q("SELECT name FROM namespaces ORDER BY name")]
-
     def ensure_namespace(self, namespace: str) -> None:
         self._x("INSERT INTO namespaces VALUES (%s, %s) ON CONFLICT DO NOTHING", (namespace, utcnow()))
-
-    def has_namespace(self, namespace: str) -> bool:
-        return bool(self._q("SELECT 1 FROM namespaces WHERE name=%s", (namespace,)))
 
     _OWNED = ("observations", "steps", "events", "relations", "topics", "speakers", "event_history")
 
@@ -250,35 +246,6 @@ class PostgresStore(SharedQueries, PostgresEditing, PostgresIndexes, KindCalls):
                              (namespace, list(dict.fromkeys(ids)))))
         return self._matrix_of([found.get(i) for i in ids])
 
-    def owners(self, namespace: str, observation_ids: list[str]) -> dict[str, str]:
-        return {o: e for o, e in self._q("SELECT id, event FROM observations WHERE namespace=%s AND id = ANY(%s)",
-                                         (namespace, list(dict.fromkeys(observation_ids)))) if e is not None}
-
-    def observation_count(self, namespace: str) -> int:
-        return int(self._q("SELECT COUNT(*) FROM observations WHERE namespace=%s", (namespace,))[0][0])
-
-    def speakers(self, namespace: str) -> list[str]:
-        return [r[0] for r in self._q("SELECT name FROM speakers WHERE namespace=%s ORDER BY name", (namespace,))]
-
-    # ------------------------------------------------------------------ steps
-    def get_step(self, namespace: str, step: int) -> StepRecord | None:
-        rows = self._q("SELECT record FROM steps WHERE namespace=%s AND step=%s", (namespace, step))
-        return StepRecord.model_validate_json(rows[0][0]) if rows else None
-
-    def put_step(self, record: StepRecord) -> None:
-        self._x("INSERT INTO steps VALUES (%s,%s,%s) ON CONFLICT (namespace, step) DO UPDATE SET record=excluded.record",
-                (record.namespace, record.step, record.model_dump_json()))
-
-    def steps(self, namespace: str) -> list[StepRecord]:
-        return [StepRecord.model_validate_json(r[0])
-                for r in self._q("SELECT record FROM steps WHERE namespace=%s ORDER BY step", (namespace,))]
-
-    def step_count(self, namespace: str) -> int:
-        return int(self._q("SELECT COUNT(*) FROM steps WHERE namespace=%s", (namespace,))[0][0])
-
-    def last_step(self, namespace: str) -> int | None:
-        return self._q("SELECT MAX(step) FROM steps WHERE namespace=%s", (namespace,))[0][0]
-
     # ------------------------------------------------------------------ events
     def put_event(self, event: Event, embedding: np.ndarray) -> None:
         self._ensure_dim(embedding)
@@ -308,9 +275,6 @@ class PostgresStore(SharedQueries, PostgresEditing, PostgresIndexes, KindCalls):
         rows = self._q(f"SELECT {_EVENT_COLS} FROM events WHERE namespace=%s ORDER BY rowid LIMIT %s OFFSET %s",
                        (namespace, limit, offset))
         return [records.event(r) for r in rows]
-
-    def event_count(self, namespace: str) -> int:
-        return int(self._q("SELECT COUNT(*) FROM events WHERE namespace=%s", (namespace,))[0][0])
 
     def _table_matrix(self, namespace: str, kind: str) -> tuple[list[str], np.ndarray]:
         table, col = _KINDS[kind]

@@ -1,5 +1,6 @@
-"""Read queries every backend answers with the same SQL (store/sql.py spells the differences): filters,
-the relations that cite observations, and whether any text is still held."""
+"""Read queries every backend answers with the same SQL (store/sql.py spells the differences): which
+namespaces exist, counts, speakers, which event owns a turn, filters, the relations that cite turns,
+and whether any text is still held."""
 
 from __future__ import annotations
 
@@ -13,6 +14,30 @@ class SharedQueries:
     """Mixed into each store; needs only its public `sql` executor."""
 
     sql: SQL
+
+    def namespaces(self) -> list[str]:
+        return [r[0] for r in self.sql.rows("SELECT name FROM namespaces ORDER BY name")]
+
+    def has_namespace(self, namespace: str) -> bool:
+        return bool(self.sql.rows("SELECT 1 FROM namespaces WHERE name=?", (namespace,)))
+
+    def observation_count(self, namespace: str) -> int:
+        return int(self.sql.rows("SELECT COUNT(*) FROM observations WHERE namespace=?", (namespace,))[0][0])
+
+    def event_count(self, namespace: str) -> int:
+        return int(self.sql.rows("SELECT COUNT(*) FROM events WHERE namespace=?", (namespace,))[0][0])
+
+    def speakers(self, namespace: str) -> list[str]:
+        return [r[0] for r in self.sql.rows("SELECT name FROM speakers WHERE namespace=? ORDER BY name", (namespace,))]
+
+    def owners(self, namespace: str, observation_ids: list[str]) -> dict[str, str]:
+        """observation id → id of the event it belongs to (observations in no event are left out)."""
+        out: dict[str, str] = {}
+        for chunk in self.sql.chunks(list(dict.fromkeys(observation_ids))):
+            where, args = self.sql.any_of("id", chunk)
+            out.update((o, e) for o, e in self.sql.rows(
+                f"SELECT id, event FROM observations WHERE namespace=? AND {where}", (namespace, *args)) if e is not None)
+        return out
 
     def relations_citing(self, namespace: str, observation_ids: list[str]) -> list[Relation]:
         """Relations whose evidence cites any of these observations (whichever events they join)."""

@@ -18,10 +18,11 @@ import numpy as np
 
 from ..embed.base import l2_normalise
 from ..errors import StoreError
-from ..models import Event, Observation, Relation, StepRecord, Topic, utcnow
+from ..models import Event, Observation, Relation, Topic, utcnow
 from . import rows as records
 from .history import EventHistory
 from .meta import Cache, Meta
+from .steps import Steps
 from .queries import SharedQueries
 from .sql import SQLiteSQL
 from .impact import LexicalBase
@@ -82,6 +83,7 @@ class SQLiteStore(SharedQueries, SQLiteEditing, SQLiteIndexes, KindCalls):
         self._lexicals: dict[tuple[str, str], tuple[int, list[LexicalBase]]] = {}  # (ns, token) -> (head, tiers)
         self.sql = SQLiteSQL(self._conn, self._lock, self.transaction)
         self.meta, self.cache, self.history = Meta(self.sql), Cache(self.sql), EventHistory(self.sql)
+        self.steps = Steps(self.sql)
 
     def _create_schema(self) -> tuple | None:
         """The tables of a new database, inside one write transaction: processes opening the same new file
@@ -162,16 +164,10 @@ class SQLiteStore(SharedQueries, SQLiteEditing, SQLiteIndexes, KindCalls):
         return out
 
     # ------------------------------------------------------------------ namespaces
-    def namespaces(self) -> list[str]:
-        return [r[0] for r in self._rows("SELECT name FROM namespaces ORDER BY name")]
-
     def ensure_namespace(self, namespace: str) -> None:
         with self.transaction():
             if self._exec("INSERT OR IGNORE INTO namespaces VALUES (?, ?)", (namespace, utcnow())).rowcount:
                 new_token(self._conn, namespace)
-
-    def has_namespace(self, namespace: str) -> bool:
-        return bool(self._rows("SELECT 1 FROM namespaces WHERE name=?", (namespace,)))
 
     def _token(self, namespace: str) -> str | None:
         return self.meta.get(f"index_token/{namespace}")
@@ -272,39 +268,6 @@ class SQLiteStore(SharedQueries, SQLiteEditing, SQLiteIndexes, KindCalls):
         found = dict(self._in("SELECT id, embedding FROM observations WHERE namespace=? AND id IN ({marks})",
                               namespace, list(dict.fromkeys(ids))))
         return self._matrix_of([found.get(i) for i in ids])
-
-    def owners(self, namespace: str, observation_ids: list[str]) -> dict[str, str]:
-        """observation id → id of the event it belongs to (observations in no event are left out)."""
-        return {o: e for o, e in self._in("SELECT id, event FROM observations WHERE namespace=? AND id IN ({marks})",
-                                          namespace, list(dict.fromkeys(observation_ids))) if e is not None}
-
-    def observation_count(self, namespace: str) -> int:
-        return int(self._rows("SELECT COUNT(*) FROM observations WHERE namespace=?", (namespace,))[0][0])
-
-    def speakers(self, namespace: str) -> list[str]:
-        return [r[0] for r in self._rows("SELECT name FROM speakers WHERE namespace=? ORDER BY name", (namespace,))]
-
-    # ------------------------------------------------------------------ steps
-    def get_step(self, namespace: str, step: int) -> StepRecord | None:
-        rows = self._rows("SELECT record FROM steps WHERE namespace=? AND step=?", (namespace, step))
-        return StepRecord.model_validate_json(rows[0][0]) if rows else None
-
-    def put_step(self, record: StepRecord) -> None:
-        self._exec("INSERT OR REPLACE INTO steps VALUES (?,?,?)",
-                   (record.namespace, record.step, record.model_dump_json()))
-
-    def event_count(self, namespace: str) -> int:
-        return int(self._rows("SELECT COUNT(*) FROM events WHERE namespace=?", (namespace,))[0][0])
-
-    def step_count(self, namespace: str) -> int:
-        return int(self._rows("SELECT COUNT(*) FROM steps WHERE namespace=?", (namespace,))[0][0])
-
-    def last_step(self, namespace: str) -> int | None:
-        return self._rows("SELECT MAX(step) FROM steps WHERE namespace=?", (namespace,))[0][0]
-
-    def steps(self, namespace: str) -> list[StepRecord]:
-        rows = self._rows("SELECT record FROM steps WHERE namespace=? ORDER BY step", (namespace,))
-        return [StepRecord.model_validate_json(r[0]) for r in rows]
 
     # ------------------------------------------------------------------ events
     def put_event(self, event: Event, embedding: np.ndarray) -> None:
