@@ -24,7 +24,7 @@ from . import rows as records
 from .history import EventHistory
 from .meta import Cache, Meta
 from .steps import Steps
-from .queries import SharedQueries
+from .shared import SharedSQL
 from .sql import PostgresSQL
 from .rows import EVENT_COLS as _EVENT_COLS, KINDS as _KINDS, OBS_COLS as _OBS_COLS, REL_COLS, KindCalls
 from .postgres_edit import PostgresEditing
@@ -35,7 +35,7 @@ from .postgres_values import _np, _terms
 _WRITE_LOCK = 0x436F6D70  # one advisory lock for all writers: steps never interleave (as in SQLite)
 
 
-class PostgresStore(SharedQueries, PostgresEditing, PostgresIndexes, KindCalls):
+class PostgresStore(SharedSQL, PostgresEditing, PostgresIndexes, KindCalls):
     """Thread-safe: each thread's transaction or snapshot holds one pooled connection."""
 
     def __init__(self, url: str, max_connections: int = 8) -> None:
@@ -283,18 +283,6 @@ class PostgresStore(SharedQueries, PostgresEditing, PostgresIndexes, KindCalls):
         return [r[0] for r in rows], self._matrix_of([r[1] for r in rows])
 
     # ------------------------------------------------------------------ relations
-    def add_relation(self, relation: Relation) -> None:
-        r = relation
-        self._x("INSERT INTO relations (namespace,id,source,target,type,evidence,origin,confidence,step) VALUES "
-                "(%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (namespace, id) DO UPDATE SET source=excluded.source, "
-                "target=excluded.target, type=excluded.type, evidence=excluded.evidence, origin=excluded.origin, "
-                "confidence=excluded.confidence, step=excluded.step",
-                (r.namespace, r.id, r.source, r.target, r.type, json.dumps(r.evidence), r.origin, r.confidence, r.step))
-
-    def relations(self, namespace: str) -> list[Relation]:
-        return [records.relation(r) for r in self._q(f"SELECT {REL_COLS} FROM relations WHERE namespace=%s "
-                                                   "ORDER BY rowid", (namespace,))]
-
     def relations_of(self, namespace: str, event_ids: list[str], within: bool = False) -> list[Relation]:
         ids = list(dict.fromkeys(event_ids))
         ends = "AND" if within else "OR"
@@ -312,10 +300,6 @@ class PostgresStore(SharedQueries, PostgresEditing, PostgresIndexes, KindCalls):
     def delete_topic(self, namespace: str, topic_id: str) -> None:
         self._x("DELETE FROM topics WHERE namespace=%s AND id=%s", (namespace, topic_id))
 
-    def topics(self, namespace: str) -> list[Topic]:
-        return [Topic(namespace=r[0], id=r[1], label=r[2], size=r[3]) for r in self._q(
-            "SELECT namespace,id,label,size FROM topics WHERE namespace=%s ORDER BY rowid", (namespace,))]
-
     def get_topic(self, namespace: str, topic_id: str) -> tuple[Topic, np.ndarray] | None:
         rows = self._q("SELECT namespace,id,label,size,centroid FROM topics WHERE namespace=%s AND id=%s",
                        (namespace, topic_id))
@@ -323,12 +307,3 @@ class PostgresStore(SharedQueries, PostgresEditing, PostgresIndexes, KindCalls):
             return None
         r = rows[0]
         return Topic(namespace=r[0], id=r[1], label=r[2], size=r[3]), _np(r[4]).copy()
-
-    def set_event_topics(self, namespace: str, assignment: dict[str, str]) -> None:
-        with self.transaction():
-            with self._conn() as c:
-                c.cursor().executemany("UPDATE events SET topic_id=%s WHERE namespace=%s AND id=%s",
-                                       [(t, namespace, e) for e, t in assignment.items()])
-
-    def event_topics(self, namespace: str) -> dict[str, str | None]:
-        return dict(self._q("SELECT id, topic_id FROM events WHERE namespace=%s ORDER BY rowid", (namespace,)))

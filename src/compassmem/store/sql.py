@@ -1,6 +1,6 @@
 """The query executor a backend hands to the operations written once for every backend (store/meta.py,
-store/history.py, store/queries.py): SQL in SQLite's dialect with `?` marks, and the few phrases the two
-databases spell differently. Nothing else of a backend is visible through it, so those modules import
+store/history.py, store/steps.py, store/shared.py): SQL in SQLite's dialect with `?` marks, and the
+few phrases the two databases spell differently. Nothing else of a backend is visible through it, so those modules import
 no backend and no backend's private state.
 """
 
@@ -23,6 +23,10 @@ class SQL:
 
     def run(self, sql: str, args: Sequence[Any] = ()) -> int:
         """Execute; the number of rows changed."""
+        raise NotImplementedError
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Execute once per row of arguments."""
         raise NotImplementedError
 
     def transaction(self) -> AbstractContextManager[None]:
@@ -70,6 +74,10 @@ class SQLiteSQL(SQL):
     def run(self, sql: str, args: Sequence[Any] = ()) -> int:
         with self._lock:
             return self._conn.execute(sql, tuple(args)).rowcount
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self._lock:
+            self._conn.executemany(sql, rows)
 
     def transaction(self) -> AbstractContextManager[None]:
         return self._transaction()
@@ -136,6 +144,10 @@ class PostgresSQL(SQL):
 
     def run(self, sql: str, args: Sequence[Any] = ()) -> int:
         return self.execute(self._pg(sql), list(args))
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self._connection() as c, self.refusals():
+            c.cursor().executemany(self._pg(sql), rows)
 
     def transaction(self) -> AbstractContextManager[None]:
         return self._transaction()

@@ -23,7 +23,7 @@ from . import rows as records
 from .history import EventHistory
 from .meta import Cache, Meta
 from .steps import Steps
-from .queries import SharedQueries
+from .shared import SharedSQL
 from .sql import SQLiteSQL
 from .impact import LexicalBase
 from .rows import EVENT_COLS, KINDS as _KINDS, OBS_COLS, REL_COLS, KindCalls
@@ -42,7 +42,7 @@ def _blob(vec: np.ndarray) -> bytes:
 MMAP_BYTES = 1 << 34  # 16 GiB, more than a 1 M-event database
 
 
-class SQLiteStore(SharedQueries, SQLiteEditing, SQLiteIndexes, KindCalls):
+class SQLiteStore(SharedSQL, SQLiteEditing, SQLiteIndexes, KindCalls):
     """Thread-safe (one connection behind a lock); readers never see half a step."""
 
     def __init__(self, path: str | Path, busy_timeout_s: float = 30.0, index_policy: IndexPolicy | None = None) -> None:
@@ -229,8 +229,6 @@ class SQLiteStore(SharedQueries, SQLiteEditing, SQLiteIndexes, KindCalls):
     def _log(self, namespace: str, kind: str, rowid: int) -> None:
         self._exec("INSERT INTO vector_log (namespace, kind, key) VALUES (?, ?, ?)", (namespace, kind, rowid))
 
-
-
     def get_observations(self, namespace: str, ids: list[str]) -> list[Observation]:
         rows = self._in(f"SELECT {OBS_COLS} FROM observations WHERE namespace=? AND id IN ({{marks}})",
                         namespace, list(dict.fromkeys(ids)))
@@ -286,8 +284,6 @@ class SQLiteStore(SharedQueries, SQLiteEditing, SQLiteIndexes, KindCalls):
                            (event.id, event.namespace, *chunk))
             self._log(event.namespace, "events", rowid)
 
-
-
     def get_event(self, namespace: str, event_id: str) -> Event | None:
         rows = self._rows(f"SELECT {EVENT_COLS} FROM events WHERE namespace=? AND id=?", (namespace, event_id))
         return records.event(rows[0]) if rows else None
@@ -311,21 +307,7 @@ class SQLiteStore(SharedQueries, SQLiteEditing, SQLiteIndexes, KindCalls):
                           (namespace,))
         return [r[0] for r in rows], self._matrix_of([r[1] for r in rows])
 
-
-
-
     # ------------------------------------------------------------------ relations
-    def add_relation(self, relation: Relation) -> None:
-        r = relation
-        self._exec("INSERT OR REPLACE INTO relations VALUES (?,?,?,?,?,?,?,?,?)",
-                   (r.namespace, r.id, r.source, r.target, r.type, json.dumps(r.evidence), r.origin,
-                    r.confidence, r.step))
-
-
-    def relations(self, namespace: str) -> list[Relation]:
-        rows = self._rows("SELECT * FROM relations WHERE namespace=? ORDER BY rowid", (namespace,))
-        return [records.relation(r) for r in rows]
-
     def relations_of(self, namespace: str, event_ids: list[str], within: bool = False) -> list[Relation]:
         """Indexed lookups by source (and by target unless `within`), in stored order."""
         ids = list(dict.fromkeys(event_ids))
@@ -357,15 +339,3 @@ class SQLiteStore(SharedQueries, SQLiteEditing, SQLiteIndexes, KindCalls):
             return None
         r = rows[0]
         return Topic(namespace=r[0], id=r[1], label=r[2], size=r[3]), _unblob(r[4]).copy()
-
-    def topics(self, namespace: str) -> list[Topic]:
-        rows = self._rows("SELECT namespace,id,label,size FROM topics WHERE namespace=? ORDER BY rowid", (namespace,))
-        return [Topic(namespace=r[0], id=r[1], label=r[2], size=r[3]) for r in rows]
-
-    def set_event_topics(self, namespace: str, assignment: dict[str, str]) -> None:
-        with self.transaction():
-            for event_id, topic_id in assignment.items():
-                self._exec("UPDATE events SET topic_id=? WHERE namespace=? AND id=?", (topic_id, namespace, event_id))
-
-    def event_topics(self, namespace: str) -> dict[str, str | None]:
-        return dict(self._rows("SELECT id, topic_id FROM events WHERE namespace=?", (namespace,)))

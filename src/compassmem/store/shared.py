@@ -1,16 +1,19 @@
-"""Read queries every backend answers with the same SQL (store/sql.py spells the differences): which
-namespaces exist, counts, speakers, which event owns a turn, filters, the relations that cite turns,
-and whether any text is still held."""
+"""What every backend does with the same SQL (store/sql.py spells the differences): which namespaces
+exist, counts, speakers, which event owns a turn, relations, topic assignments, filters, the relations
+that cite turns, and whether any text is still held. Writes that a backend's own indexes must follow
+(observations, events, topic centroids) stay in the backend."""
 
 from __future__ import annotations
 
-from ..models import Filters, Relation
+import json
+
+from ..models import Filters, Relation, Topic
 from . import rows as records
 from .rows import REL_COLS
 from .sql import SQL
 
 
-class SharedQueries:
+class SharedSQL:
     """Mixed into each store; needs only its public `sql` executor."""
 
     sql: SQL
@@ -38,6 +41,31 @@ class SharedQueries:
             out.update((o, e) for o, e in self.sql.rows(
                 f"SELECT id, event FROM observations WHERE namespace=? AND {where}", (namespace, *args)) if e is not None)
         return out
+
+    def add_relation(self, relation: Relation) -> None:
+        r = relation
+        self.sql.run("INSERT INTO relations (namespace, id, source, target, type, evidence, origin, confidence, step) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace, id) DO UPDATE SET source=excluded.source, "
+                     "target=excluded.target, type=excluded.type, evidence=excluded.evidence, origin=excluded.origin, "
+                     "confidence=excluded.confidence, step=excluded.step",
+                     (r.namespace, r.id, r.source, r.target, r.type, json.dumps(r.evidence), r.origin, r.confidence, r.step))
+
+    def relations(self, namespace: str) -> list[Relation]:
+        return [records.relation(r) for r in self.sql.rows(f"SELECT {REL_COLS} FROM relations WHERE namespace=? "
+                                                           "ORDER BY rowid", (namespace,))]
+
+    def topics(self, namespace: str) -> list[Topic]:
+        return [Topic(namespace=r[0], id=r[1], label=r[2], size=r[3]) for r in self.sql.rows(
+            "SELECT namespace, id, label, size FROM topics WHERE namespace=? ORDER BY rowid", (namespace,))]
+
+    def set_event_topics(self, namespace: str, assignment: dict[str, str]) -> None:
+        with self.sql.transaction():
+            self.sql.many("UPDATE events SET topic_id=? WHERE namespace=? AND id=?",
+                          [(t, namespace, e) for e, t in assignment.items()])
+
+    def event_topics(self, namespace: str) -> dict[str, str | None]:
+        """event id → topic id, without loading whole events: re-clustering reads it every T steps."""
+        return dict(self.sql.rows("SELECT id, topic_id FROM events WHERE namespace=? ORDER BY rowid", (namespace,)))
 
     def relations_citing(self, namespace: str, observation_ids: list[str]) -> list[Relation]:
         """Relations whose evidence cites any of these observations (whichever events they join)."""
