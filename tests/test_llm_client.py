@@ -132,7 +132,7 @@ def test_every_prompt_renders_and_has_a_schema():
     from compassmem import schemas
 
     expected = {"segment", "relate", "judge", "topic_label", "plan", "select", "explore", "explore_batch", "refine",
-                "respond", "grade"}
+                "revise", "respond", "grade"}
     assert set(prompt_names()) == expected
     with pytest.raises(KeyError):
         prompt("plan").render()  # a missing variable is an error, never a silent blank

@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from compassmem import Memory
 from compassmem.bench.metrics import newer_first
 from compassmem.config import Settings
+from compassmem.construct.revise import changed
 from compassmem.search.current import about_the_present
+from compassmem.search.current import newer_first as newer_first_rule
 
 CASES = json.loads((Path(__file__).parent / "data" / "revisions.json").read_text())
 SMALL_TALK = [("Bob", "How was your weekend?"), ("Alice", "Quiet, I read a book and cooked pasta."),
@@ -99,3 +102,58 @@ def test_the_newer_first_metric():
     assert newer_first(["a", "b"], ["a"], ["a", "b"]) == 0.0
     assert newer_first(["a", "b"], ["a"], ["x"]) == 0.0  # neither ranked: not newer first
     assert newer_first(["a", "b"], [], ["a"]) is None  # nothing revised
+
+
+# ---------------------------------------------------------------- links made when the revision is stored
+
+def _linked(offline: bool) -> Memory:
+    settings = Settings()
+    settings.construction.offline_revisions = offline
+    mem = Memory(settings=settings, embedder="minilm")
+    mem.add(_turns(("Alice", "I work as a nurse at the city hospital."), ("Bob", "Good for you.")), "n", step=1)
+    mem.add(_turns(("Alice", "The weather was lovely today.")), "n", step=2)
+    mem.add(_turns(("Alice", "I changed jobs, I now work as a teacher at the primary school.")), "n", step=3)
+    return mem
+
+
+def test_a_stored_revision_is_linked_and_the_old_event_keeps_it_in_its_history():
+    mem = _linked(offline=True)
+    links = [r for r in mem.store.relations("n") if r.type in ("updates", "contradicts")]
+    assert [(r.source, r.target, r.evidence) for r in links] == [("e3.0", "e1.0", ["S1:1", "S3:1"])]
+    chain = mem.history("e1.0", "n")
+    assert [h.action for h in chain] == ["created", "superseded"]
+    assert chain[-1].observation_ids == ["S3:1"] and chain[-1].summary == "by e3.0"
+    assert mem.graph("n").revised_by == {"S1:1": "S3:1"}
+
+
+def test_offline_links_are_off_by_default():
+    # measured on LoCoMo: most offline links were restatements, not revisions (docs/benchmarks.md)
+    mem = _linked(offline=False)
+    assert not [r for r in mem.store.relations("n") if r.type in ("updates", "contradicts")]
+    assert [h.action for h in mem.history("e1.0", "n")] == ["created"]
+
+
+def test_a_linked_revision_is_lifted_above_the_statement_it_revises_wherever_it_ranked():
+    mem = _linked(offline=True)
+    graph = mem.graph("n")
+    rows = {o: i for i, o in enumerate(graph.obs_order)}
+    score = np.zeros(len(graph.obs_order))
+    score[rows["S1:1"]], score[rows["S3:1"]] = 5.0, -3.0  # the revision far below, outside any margin
+    order = np.argsort(-score, kind="stable")
+    lifted = newer_first_rule(graph, "Where does Alice work?", order, score, window=10, margin=1.5)
+    assert lifted[rows["S3:1"]] > lifted[rows["S1:1"]] == 5.0
+    past = newer_first_rule(graph, "Where did Alice work first?", order, score, window=10, margin=1.5)
+    assert past[rows["S3:1"]] == -3.0  # a question about the past keeps the plain ranking
+    elsewhere = newer_first_rule(graph, "What is the weather like today?", order, score, window=10, margin=1.5)
+    assert elsewhere[rows["S3:1"]] == -3.0  # the revision says no word of the question: not lifted
+
+
+@pytest.mark.parametrize("new, old, expected", [
+    ("I am not vegetarian anymore, I eat fish now.", "I'm vegetarian, I haven't eaten meat in years.", True),
+    ("The meeting is rescheduled to 4:30 PM.", "I have a meeting at 3 PM.", True),
+    ("I now drive a blue Tesla.", "I drive a red Toyota.", True),
+    ("I still drive a red Toyota.", "I drive a red Toyota.", False),
+    ("I love my red Toyota.", "I drive a red Toyota.", False),
+])
+def test_what_counts_as_a_change(new, old, expected):
+    assert changed(new, old) is expected

@@ -20,6 +20,12 @@ class ConstructionSettings(BaseModel):
     related_threshold: float = Field(0.55, ge=0, le=1, description="sim above which a cross-step edge is considered")
     judge_candidates: int = Field(2, ge=0, le=10, description="nearest existing events judged per new event")
     max_judge_calls_per_step: int = Field(12, ge=0)
+    revision_similarity: float = Field(0.5, ge=0, le=1, description="cosine between a sentence that states a change "
+                                       "and the same person's earlier sentence above which it may revise it "
+                                       "(construct/revise.py; offline also needs a changed number, negation or word)")
+    max_revision_calls_per_step: int = Field(4, ge=0, description="model calls a step may spend deciding revisions")
+    offline_revisions: bool = Field(False, description="link revisions without a model too (construct/revise.py): "
+                                    "right on short chats, but most links it made on LoCoMo were restatements, so off")
     topic_delta: float = Field(0.9, ge=0, le=1, description="δ: online topic assignment threshold")
     recluster_every: int = Field(4, ge=1, description="T: re-cluster all events every T steps ...")
     recluster_growth: float = Field(1.25, ge=1.0, le=10, description="... once the namespace has grown by this "

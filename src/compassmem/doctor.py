@@ -39,6 +39,10 @@ ROLE_CHECKS: dict[str, tuple[type[BaseModel], dict[str, object]]] = {
                           "neighbours:\n1. causal ← (2023-05-01; Ana) Ana's old dog died.\n\n"
                           "### event_2 (2023-06-01; people: Ben)\nBen went hiking.\nIts unvisited neighbours:\n(none)",
         "max_next": 3}),
+    "revise": (schemas.revision_choice(2), {"person": "Ana", "date": "2023-09-02",
+                                            "statement": "We moved last month, I live in Porto now.",
+                                            "earlier": "1. (2023-05-08) I live in Lisbon, near the river.\n"
+                                                       "2. (2023-05-08) I adopted a puppy yesterday."}),
     "refine": (schemas.RefineOut, {"question": "Why did Ana adopt a puppy?", "satisfied": "- (none)",
                                    "unsatisfied": "- reason for adopting", "evidence": "(nothing yet)"}),
     "respond": (schemas.RespondOut, {"context": '[8 May 2023] Ana: I adopted a puppy yesterday. (dates: "yesterday" '

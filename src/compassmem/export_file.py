@@ -21,7 +21,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from . import validate
 from .errors import ConfigError, InputError
-from .models import EventTime, StepRecord
+from .models import EventTime, HistoryAction, StepRecord
 
 FORMAT = "compassmem-export"
 VERSION = 2  # 2: several namespaces per file, event history rows
@@ -155,7 +155,7 @@ class HistoryRow(_Row):
     namespace: Name
     event_id: Name
     at: Name
-    action: Literal["created", "merged", "updated", "observations_deleted", "deleted"]
+    action: HistoryAction
     step: Step | None
     observation_ids: NameList
     summary: Text | None

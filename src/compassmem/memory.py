@@ -218,7 +218,8 @@ class Memory:
     def history(self, event_id: str, namespace: str | None = None, *, user_id: str | None = None,
                 agent_id: str | None = None, run_id: str | None = None,
                 nested: bool | None = None) -> list[HistoryEntry]:
-        """What happened to an event, oldest first: created, merged, updated, observations deleted, deleted."""
+        """What happened to an event, oldest first: created, merged, updated, observations deleted, deleted,
+        superseded (a later turn revises it: construct/revise.py)."""
         names = self._reading(namespace, user_id, agent_id, run_id, nested)
         event_id = validate.identifier(event_id, "event id")
         for namespace in names:  # the first namespace the scope covers that has the event's history

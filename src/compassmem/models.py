@@ -125,6 +125,9 @@ class Event(BaseModel):
 
 
 RelationOrigin = Literal["within_step", "cross_step", "judge"]
+# relation types from a later statement to the earlier one it revises (construct/revise.py); their evidence
+# is [earlier turn, later turn]
+REVISION_TYPES = ("updates", "contradicts")
 
 
 class Relation(BaseModel):
@@ -303,7 +306,7 @@ class SearchHit(BaseModel):
     observations: list[ObservationHit] = Field(default_factory=list)
 
 
-HistoryAction = Literal["created", "merged", "updated", "observations_deleted", "deleted"]
+HistoryAction = Literal["created", "merged", "updated", "observations_deleted", "deleted", "superseded"]
 
 
 class HistoryEntry(BaseModel):
@@ -317,7 +320,8 @@ class HistoryEntry(BaseModel):
     step: int | None = None
     observation_ids: list[str] = Field(default_factory=list, description="the observations the change touched")
     summary: str | None = Field(default=None, description="what the change wrote: the event's summary (created, "
-                                "updated, observations_deleted) or the part merged in (merged); None: redacted")
+                                "updated, observations_deleted), the part merged in (merged), or 'by <event id>' "
+                                "(superseded: a later turn, in observation_ids, revises this event); None: redacted")
 
 
 def _storable(text: str) -> str:

@@ -9,6 +9,7 @@ from .config import Settings
 from .construct import ConstructionRoles
 from .construct.fuse import LLMFusionJudge, OfflineFusionJudge
 from .construct.relate import LLMRelationExtractor, OfflineRelationExtractor
+from .construct.revise import LLMRevisionFinder, OfflineRevisionFinder
 from .construct.segment import LLMSegmenter, OfflineSegmenter
 from .construct.topics import KeywordLabeler, LLMLabeler
 from .embed import CachedEmbedder
@@ -25,8 +26,10 @@ from .store import Store
 def construction_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings: Settings) -> ConstructionRoles:
     if llm is None:
         return ConstructionRoles(OfflineSegmenter(embedder, settings.construction), OfflineRelationExtractor(),
-                                 OfflineFusionJudge(settings.construction), KeywordLabeler())
-    return ConstructionRoles(LLMSegmenter(llm), LLMRelationExtractor(llm), LLMFusionJudge(llm), LLMLabeler(llm))
+                                 OfflineFusionJudge(settings.construction), KeywordLabeler(),
+                                 OfflineRevisionFinder(embedder, settings.construction))
+    return ConstructionRoles(LLMSegmenter(llm), LLMRelationExtractor(llm), LLMFusionJudge(llm), LLMLabeler(llm),
+                             LLMRevisionFinder(llm, embedder, settings.construction))
 
 
 def search_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings: Settings, store: Store,

@@ -93,6 +93,15 @@ def explore_round(menus: tuple[int, ...], goals: tuple[int, ...], max_next: int)
         f"event_{i + 1}": (explore_choice(m, goals, max_next), ...) for i, m in enumerate(menus)})
 
 
+@lru_cache(maxsize=16)
+def revision_choice(n: int) -> type[BaseModel]:
+    """Which of the n numbered earlier statements a new one revises (construct/revise.py): an enum of 0..n,
+    0 for none, so the model cannot name a statement it was not shown."""
+    return create_model(f"RevisionChoice{n}", why=(Why, Field(description="a few words: what changed, if anything")),
+                        revises=(Literal[tuple(range(n + 1))], ...),  # type: ignore[misc]
+                        kind=(Literal["updates", "contradicts"], ...))
+
+
 class RefineOut(BaseModel):
     query: str = Field(min_length=1, max_length=300)
 

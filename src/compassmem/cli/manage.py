@@ -64,7 +64,8 @@ def history(
     db: str = DbOpt, namespace: Optional[str] = NsOpt, as_json: bool = JsonOpt,
     user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
 ) -> None:
-    """What happened to an event, oldest first: created, merged, updated, observations deleted, deleted."""
+    """What happened to an event, oldest first: created, merged, updated, observations deleted, deleted,
+    superseded (a later statement revises it)."""
     mem = open_memory(db, must_exist=True)
     entries = mem.history(event_id, **scope(namespace, user_id, agent_id, run_id))
     mem.close()

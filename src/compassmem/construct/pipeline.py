@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from ..timeutil import iso, parse_date, resolve_in_text
 from . import topics as topic_ops
 from .fuse import FusionDecision, FusionJudge, decide, merge_into
 from .relate import RelationExtractor
+from .revise import Revision, RevisionFinder
 from ..timeutil import find_expressions
 from .segment import DraftEvent, Segmenter, extractive_summary, observation_text, participants_of
 
@@ -36,6 +37,7 @@ class _Draft:
     events: list[Event]
     relations: list
     event_vecs: np.ndarray
+    revisions: list[Revision] = field(default_factory=list)  # earlier turns this step's turns revise
 
 
 @dataclass
@@ -46,12 +48,13 @@ class _Plan:
 
 @dataclass
 class ConstructionRoles:
-    """The four construction roles; LLM-driven or offline, the pipeline cannot tell."""
+    """The construction roles; LLM-driven or offline, the pipeline cannot tell."""
 
     segmenter: Segmenter
     relations: RelationExtractor
     judge: FusionJudge
     labeler: topic_ops.TopicLabeler
+    reviser: RevisionFinder
 
 
 def content_hash(observations: list[Observation], world_time: str | None) -> str:
@@ -154,6 +157,7 @@ class Constructor:
             # Everything slow (embeddings, model calls) happens before the write lock is taken, so other
             # writers and readers of the same database wait milliseconds, not minutes.
             draft = self._prepare(namespace, step, observations, world_time, world_date, skipped)
+            draft.revisions = self.roles.reviser.find(self.store, namespace, observations)
             for attempt in range(PLAN_TRIES):
                 plan = self._plan_fusion(namespace, draft)
                 labels = topic_ops.DeferredLabels(self.roles.labeler)
@@ -181,6 +185,23 @@ class Constructor:
             # geometric schedule), so the first ask after a long ingest does not pay for all of it
             self.store.refresh_indexes(namespace)
         return record
+
+    def _link_revisions(self, namespace: str, step: int, draft: _Draft, final_id: dict[int, str]) -> int:
+        """An `updates`/`contradicts` edge from the event holding each revising turn to the event holding the
+        turn it revises (both turns as evidence), and a `superseded` entry in the older event's history."""
+        owner = {o: final_id[i] for i, e in enumerate(draft.events) if i in final_id for o in e.observation_ids}
+        older = self.store.owners(namespace, [r.old for r in draft.revisions]) if draft.revisions else {}
+        n = 0
+        for r in draft.revisions:
+            new, old = owner.get(r.new), older.get(r.old)
+            if new is None or old is None or new == old:
+                continue
+            self.store.add_relation(Relation(id=f"r{step}.v{n}", namespace=namespace, source=new, target=old,
+                                             type=r.kind, origin="cross_step", confidence=r.confidence, step=step,
+                                             evidence=[r.old, r.new]))
+            self.store.history.add(namespace, old, "superseded", step, [r.new], f"by {new}")
+            n += 1
+        return n
 
     @staticmethod
     def _account(record: StepRecord, usage: Usage) -> None:
@@ -267,7 +288,8 @@ class Constructor:
             n_rel += 1
         for rel in cross:
             store.add_relation(rel)
-        record.relations = n_rel + len(cross)
+        revised = self._link_revisions(namespace, step, draft, final_id)
+        record.relations = n_rel + len(cross) + revised
         record.cross_relations = len(cross)
         if topic_ops.due(store, namespace, s):
             topic_ops.recluster(store, namespace, s, labels)

@@ -4,7 +4,9 @@ revises, and the earlier one stays in the ranking as history, just below.
 
 The question says what "the same thing" is: among the best-ranked observations, a later one by the same
 speaker that shares a content word of the question with an earlier one, and scores within `margin`
-below it, is taken to restate it later. Present-tense state questions are about the latest statement;
+below it, is taken to restate it later. A revision linked when it was stored (construct/revise.py)
+needs no such evidence: its later turn is lifted above the earlier one, wherever it ranked, when it
+says a word of the question. Present-tense state questions are about the latest statement;
 a question about the past ("did", "was", "first", "originally", …) keeps the plain ranking.
 
 Measured on BEAM's knowledge-update and contradiction questions (the updated turn ranked above the
@@ -82,6 +84,14 @@ def newer_first(graph: GraphView, question: str, order: np.ndarray, score: np.nd
     out = score.copy()
     for j, i in lifts.items():  # the restatement just above the statement it revises, which stays just below
         out[top[i]] = max(out[top[i]], score[top[j]] + _EPS * (1 + chrono[i]))
+    for j, o in enumerate(obs):  # revisions linked at construction, followed to the latest, when about the question
+        later, k = graph.revised_by.get(o.id), 1
+        while later is not None and k <= window:
+            row = graph.row_of(later)
+            if row is None or not set(index_terms(graph.observations[later].text)) & asked:
+                break
+            out[row] = max(out[row], score[top[j]] + _EPS * (len(top) + k))
+            later, k = graph.revised_by.get(later), k + 1
     return out
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..config import LEXICAL_WEIGHT
 from ..embed.base import dots
-from ..models import Event, Observation, Topic
+from ..models import REVISION_TYPES, Event, Observation, Topic
 from ..store import Store
 from ..store.base import require_namespace
 from ..text import index_terms
@@ -47,6 +47,7 @@ class GraphView:
     lexical_weight: float = LEXICAL_WEIGHT
 
     store: Store | None = None  # where lexical scores come from (the store's full-text index)
+    revised_by: dict[str, str] = field(default_factory=dict)  # earlier turn -> the later one revising it
 
     @classmethod
     def load(cls, store: Store, namespace: str) -> "GraphView":
@@ -63,10 +64,13 @@ class GraphView:
         ids = [e.id for e in events]
         by_id = {e.id: e for e in events}
         adjacency: dict[str, list[Neighbour]] = {eid: [] for eid in ids}
+        revised_by: dict[str, str] = {}  # earlier turn -> the later turn that revises it (construct/revise.py)
         for r in relations:
             if r.source in adjacency and r.target in adjacency and r.source != r.target:
                 adjacency[r.source].append(Neighbour(r.target, r.type, True))
                 adjacency[r.target].append(Neighbour(r.source, r.type, False))
+                if r.type in REVISION_TYPES and len(r.evidence) == 2:
+                    revised_by[r.evidence[0]] = r.evidence[1]
         members: dict[str, list[str]] = {}
         for e in events:
             if e.topic_id:
@@ -83,6 +87,7 @@ class GraphView:
                    members, {o.id: o for o in obs}, obs_mat[keep] if keep else None,
                    np.array([row[owner[obs[i].id]] for i in keep], dtype=np.int64) if keep else None)
         view.store = store
+        view.revised_by = revised_by
         view._obs_order = [obs[i].id for i in keep]
         view._owner = {o: e for o, e in owner.items() if o in view.observations}
         return view
@@ -163,6 +168,10 @@ class GraphView:
             if i is not None:
                 out[i] = score
         return out / hits[0][1]
+
+    def row_of(self, observation_id: str) -> int | None:
+        """The observation's row in obs_order / obs_matrix (None: not loaded)."""
+        return self._obs_rows().get(observation_id)
 
     def _obs_rows(self) -> dict[str, int]:
         """observation id -> its row in obs_order / obs_matrix."""

@@ -219,7 +219,8 @@ def create_app(memory: Memory, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
 
     @app.get("/v1/memories/{event_id}/history", tags=["memories"])
     def history(event_id: str, scope: Scope = Depends(query_scope), t: Tenant = Depends(authed)) -> list[dict]:
-        """What happened to an event: created, merged, updated, observations deleted, deleted."""
+        """What happened to an event: created, merged, updated, observations deleted, deleted,
+        superseded (a later turn revises it: construct/revise.py)."""
         return t.public(memory.history(event_id, **reading(t, scope)))
 
     @app.put("/v1/observations/{observation_id}", tags=["edit"])
