@@ -13,7 +13,7 @@ from rich.markup import escape
 from ..errors import CompassMemError
 from .common import (AgentOpt, BaseUrlOpt, ConfigOpt, DbOpt, EMB_HELP, KeyOpt, LlmOpt, MetaOpt, NsOpt, RunOpt, SinceOpt,
                      SpeakerOpt, UntilOpt, UserOpt, console, err_console, filters_from, key_values, open_memory,
-                     parse_range, scope, scoped)
+                     parse_range, scope_kwargs, write_namespace)
 
 app = typer.Typer(help="CompassMem: event-centric memory for LLM agents. Build an Event Graph from "
                        "conversations or documents, then ask it questions.",
@@ -99,7 +99,7 @@ def ask(
 
     mem = open_memory(db, llm, None, config, base_url, api_key, must_exist=True)
     answer = mem.ask(question, filters=filters_from(since, until, speaker, meta), mode=mode,
-                     **scope(namespace, user_id, agent_id, run_id))
+                     **scope_kwargs(namespace, user_id, agent_id, run_id))
     if as_json:
         print(answer.model_dump_json(indent=2))
     else:
@@ -123,7 +123,7 @@ def search(
 
     mem = open_memory(db, must_exist=True)
     hits = mem.search(query, limit=limit, filters=filters_from(since, until, speaker, meta),
-                      **scope(namespace, user_id, agent_id, run_id))
+                      **scope_kwargs(namespace, user_id, agent_id, run_id))
     if as_json:
         print(json.dumps([h.model_dump() for h in hits], indent=2))
     else:
@@ -143,7 +143,7 @@ def stats(
 
     mem = open_memory(db, must_exist=True)
     one = namespace is not None or user_id is not None or agent_id is not None or run_id is not None
-    names = [scoped(namespace, user_id, agent_id, run_id)] if one else mem.namespaces()
+    names = [write_namespace(namespace, user_id, agent_id, run_id)] if one else mem.namespaces()
     result = [mem.stats(n) for n in names]
     if as_json:
         print(json.dumps(result[0] if one else result, indent=2))
@@ -177,7 +177,7 @@ def add(
     items = [{"text": t, "speaker": speaker} if speaker else t for t in texts]
     mem = open_memory(db, llm, embedder, config, base_url, api_key)
     record = mem.add(items, step=step, world_time=world_time, metadata=pairs,
-                     **scope(namespace, user_id, agent_id, run_id))
+                     **scope_kwargs(namespace, user_id, agent_id, run_id))
     mem.close()
     if as_json:
         print(record.model_dump_json(indent=2))

@@ -37,14 +37,15 @@ NsOpt = typer.Option(None, "--namespace", "-n", help="Which memory (default: 'de
                      "--agent-id / --run-id.")
 
 
-def scope(namespace: str | None, user_id: str | None, agent_id: str | None, run_id: str | None) -> dict:
+def scope_kwargs(namespace: str | None, user_id: str | None, agent_id: str | None, run_id: str | None) -> dict:
     """The options as the library's keyword arguments, so a command reads (or writes) exactly what the
     same library call would: a read by --user-id covers the namespaces under it (scope.py)."""
     return {"namespace": namespace, "user_id": user_id, "agent_id": agent_id, "run_id": run_id}
 
 
-def scoped(namespace: str | None, user_id: str | None, agent_id: str | None, run_id: str | None) -> str:
-    """The namespace the options name, as the library's `namespace_for` (scope.py)."""
+def write_namespace(namespace: str | None, user_id: str | None, agent_id: str | None, run_id: str | None) -> str:
+    """The one namespace the options name, as the library's `namespace_for` (scope.py): writes and
+    namespace-wide operations are exact, where reads (scope_kwargs) cover the namespaces under a user."""
     from ..scope import namespace_for
 
     return namespace_for(namespace, user_id, agent_id, run_id)

@@ -11,8 +11,8 @@ import typer
 from rich.markup import escape
 
 from ..errors import InputError
-from .common import (AgentOpt, DbOpt, EMB_HELP, NsOpt, RunOpt, UserOpt, console, err_console, open_memory, scope,
-                     scoped)
+from .common import (AgentOpt, DbOpt, EMB_HELP, NsOpt, RunOpt, UserOpt, console, err_console, open_memory, scope_kwargs,
+                     write_namespace)
 
 JsonOpt = typer.Option(False, "--json", help="Print the result as JSON.")
 
@@ -26,7 +26,7 @@ def list_events(
 ) -> None:
     """A page of a namespace's events (id, time, participants, summary) in the order they were stored."""
     mem = open_memory(db, must_exist=True)
-    page = mem.list(offset=offset, limit=limit, **scope(namespace, user_id, agent_id, run_id))
+    page = mem.list(offset=offset, limit=limit, **scope_kwargs(namespace, user_id, agent_id, run_id))
     mem.close()
     if as_json:
         print(page.model_dump_json(indent=2))
@@ -45,7 +45,7 @@ def get(
 ) -> None:
     """One event: its summary, time, participants, source turns (with their observation ids) and relations."""
     mem = open_memory(db, must_exist=True)
-    detail = mem.get(event_id, **scope(namespace, user_id, agent_id, run_id))
+    detail = mem.get(event_id, **scope_kwargs(namespace, user_id, agent_id, run_id))
     mem.close()
     if as_json:
         print(detail.model_dump_json(indent=2))
@@ -67,7 +67,7 @@ def history(
     """What happened to an event, oldest first: created, merged, updated, observations deleted, deleted,
     superseded (a later statement revises it)."""
     mem = open_memory(db, must_exist=True)
-    entries = mem.history(event_id, **scope(namespace, user_id, agent_id, run_id))
+    entries = mem.history(event_id, **scope_kwargs(namespace, user_id, agent_id, run_id))
     mem.close()
     if as_json:
         print(json.dumps([h.model_dump() for h in entries], indent=2))
@@ -106,7 +106,7 @@ def update(
 ) -> None:
     """Replace an observation's text; its event is re-derived and the old text removed everywhere."""
     mem = open_memory(db, must_exist=True)
-    receipt = mem.update(observation_id, text, scoped(namespace, user_id, agent_id, run_id))
+    receipt = mem.update(observation_id, text, write_namespace(namespace, user_id, agent_id, run_id))
     mem.close()
     if as_json:
         print(receipt.model_dump_json(indent=2))
@@ -123,7 +123,7 @@ def delete(
 ) -> None:
     """Delete observations (or events) and everything derived from them, then scan the database files for
     their text and print the receipt."""
-    namespace = scoped(namespace, user_id, agent_id, run_id)
+    namespace = write_namespace(namespace, user_id, agent_id, run_id)
     mem = open_memory(db, must_exist=True)
     if not yes and not typer.confirm(f"Delete {len(observation_ids)} observation(s) from '{namespace}' in {db}?"):
         raise typer.Exit(1)
@@ -145,7 +145,7 @@ def forget(
     index, cached LLM calls), then scan the database files for its text and print the receipt."""
     if namespace is None and user_id is None and agent_id is None and run_id is None:
         raise InputError("name the namespace to forget (--namespace, or --user-id / --agent-id / --run-id)")
-    namespace = scoped(namespace, user_id, agent_id, run_id)
+    namespace = write_namespace(namespace, user_id, agent_id, run_id)
     mem = open_memory(db, must_exist=True)
     if not yes and not typer.confirm(f"Delete namespace '{namespace}' from {db}?"):
         raise typer.Exit(1)

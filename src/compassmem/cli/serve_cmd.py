@@ -12,7 +12,7 @@ from rich.markup import escape
 from .. import validate
 from ..errors import ConfigError
 from .common import (AgentOpt, BaseUrlOpt, ConfigOpt, DbOpt, EMB_HELP, KeyOpt, LlmOpt, NsOpt, RunOpt, UserOpt, console,
-                     is_url, open_memory, scoped)
+                     is_url, open_memory, write_namespace)
 
 keys_app = typer.Typer(help="API keys for `compassmem serve`: each key is bound to one tenant.", no_args_is_help=True)
 
@@ -85,7 +85,7 @@ def view(
     from ..service.viewer import graph_data, render_html
 
     out = validate.output_file(out)
-    namespace = scoped(namespace, user_id, agent_id, run_id)
+    namespace = write_namespace(namespace, user_id, agent_id, run_id)
     mem = open_memory(db, llm, None, config, base_url, api_key, must_exist=True)
     answer = mem.ask(question, namespace) if question else None
     data = graph_data(mem, namespace, answer)

@@ -32,7 +32,7 @@ class Frontier:
         self.max_steps = max_steps
         self.steps = 0
         self.round = 0
-        self._heap: list[tuple[float, int, str]] = []
+        self._heap: list[tuple[bool, float, int, str]] = []  # (not first, -priority, arrival, id)
         self._queued: set[str] = set()
         self._counter = itertools.count()
         self._first: set[str] = set()  # read before anything else queued (a refined query's best starts)
@@ -41,11 +41,14 @@ class Frontier:
         """max over unsatisfied subgoals of sim(event, subgoal); the question itself once all are met."""
         row = self.sims[self.index_of(event_id)]
         open_cols = [j + 1 for j, s in enumerate(self.satisfied) if not s]
-        base = float(row[open_cols].max()) if open_cols else float(row[0])
-        return base + (1e6 if event_id in self._first else 0.0)
+        return float(row[open_cols].max()) if open_cols else float(row[0])
+
+    def _entry(self, event_id: str, arrival: int) -> tuple[bool, float, int, str]:
+        """Heap order: events to read first (a refined query's best starts), then by priority, then arrival."""
+        return (event_id not in self._first, -self.priority(event_id), arrival, event_id)
 
     def _reprioritise(self) -> None:
-        items = [(-self.priority(eid), c, eid) for _, c, eid in self._heap]
+        items = [self._entry(eid, c) for _, _, c, eid in self._heap]
         heapq.heapify(items)
         self._heap = items
 
@@ -58,7 +61,7 @@ class Frontier:
                 continue
             if len(added) < first:
                 self._first.add(eid)
-            heapq.heappush(self._heap, (-self.priority(eid), next(self._counter), eid))
+            heapq.heappush(self._heap, self._entry(eid, next(self._counter)))
             self._queued.add(eid)
             added.append(eid)
         return added
@@ -67,14 +70,14 @@ class Frontier:
         return len(self._heap)
 
     def queued(self) -> list[str]:
-        return [eid for _, _, eid in sorted(self._heap)]
+        return [eid for *_, eid in sorted(self._heap)]
 
     def take_many(self, n: int) -> list[str]:
         """Claim (and mark visited) up to n best nodes within the step budget: one round's nodes; [] when
         the queue is empty or the budget spent, which ends the search."""
         out: list[str] = []
         while self._heap and len(out) < n and self.steps < self.max_steps:
-            _, _, eid = heapq.heappop(self._heap)
+            *_, eid = heapq.heappop(self._heap)
             self._queued.discard(eid)
             self.visited.add(eid)
             self.steps += 1
