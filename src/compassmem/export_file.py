@@ -14,7 +14,8 @@ import binascii
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Callable, Iterable, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterable, Literal
 
 import numpy as np
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
@@ -22,6 +23,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from . import validate
 from .errors import ConfigError, InputError
 from .models import EventTime, HistoryAction, StepRecord
+
+if TYPE_CHECKING:
+    from .store import Store
 
 FORMAT = "compassmem-export"
 VERSION = 2  # 2: several namespaces per file, event history rows
@@ -357,3 +361,32 @@ def _check_references(ns: _Namespace) -> None:
 
 def header(names: list[str], embedder: str | None) -> dict[str, Any]:
     return {"format": FORMAT, "version": VERSION, "namespaces": names, "embedder": embedder}
+
+
+def write(store: "Store", names: list[str], path: Path) -> int:
+    """A header line, then every stored row of these namespaces; the number of rows written."""
+    n = 0
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write(json.dumps(header(names, store.meta.get("embedder"))) + "\n")
+        for name in names:
+            for table, row in store.export_rows(name):
+                fh.write(json.dumps({"table": table, "row": row}, ensure_ascii=False) + "\n")
+                n += 1
+    return n
+
+
+def load(store: "Store", path: Path, rename: Callable[[str], str], dim: int | None) -> list[str]:
+    """Check every row of an export file (read), then write them in one transaction; refused when a
+    namespace exists. Returns the stored namespaces."""
+    if not path.is_file():
+        raise InputError(f"export file not found: {path}")
+    try:
+        with path.open(encoding="utf-8-sig") as fh:  # a BOM is how some editors save UTF-8
+            plan = read(fh, str(path), rename, dim, store.meta.get("embedder"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path} is not UTF-8 (byte {exc.start})") from None
+    clash = [n for n in plan.names if store.has_namespace(n)]
+    if clash:
+        raise InputError(f"namespace '{clash[0]}' already exists; forget it first or import elsewhere")
+    store.import_rows(plan.rows)
+    return plan.names

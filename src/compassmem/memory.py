@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import Counter
 from contextlib import contextmanager
@@ -18,13 +17,13 @@ from .ingest import Dataset, StepInput
 from .llm import make_llm
 from .construct.edit import Editor
 from .models import (Answer, EditReceipt, Event, EventDetail, EventPage, Filters, ForgetReceipt, HistoryEntry,
-                     Observation, SearchHit, StepRecord)
+                     Observation, SearchHit, StepRecord, construction_cost)
 from .roles import construction_roles, search_roles
 from .search.engine import SearchEngine
 from .search.graph import GraphView
-from .search.retrieve import Loading, load_for
+from .search.retrieve import Loading, load_for, passing
 from .store import Store, open_store
-from .scope import by_ids, namespace_for, read_names
+from .scope import by_ids, namespace_for, page_through, read_names
 from .store.base import cache_namespace, require_namespace
 
 
@@ -240,15 +239,7 @@ class Memory:
             names = self.store.namespaces()
         else:
             names = [require_namespace(self.store, validate.namespace_name(namespace))]
-        header = export_file.header(names, self.store.meta.get("embedder"))
-        n = 0
-        with Path(path).open("w", encoding="utf-8") as fh:
-            fh.write(json.dumps(header) + "\n")
-            for name in names:
-                for table, row in self.store.export_rows(name):
-                    fh.write(json.dumps({"table": table, "row": row}, ensure_ascii=False) + "\n")
-                    n += 1
-        return n
+        return export_file.write(self.store, names, Path(path))
 
     def import_file(self, path: str | Path, *, rename: Callable[[str], str] | None = None) -> list[str]:
         """Load the namespaces written by `export`, all or nothing: every row is checked first (fixed columns,
@@ -256,20 +247,7 @@ class Memory:
         when one of them exists or the file was made with another embedder. `rename` maps each of the
         file's namespaces to the one it is stored as (the REST service puts them under the caller's
         tenant). Returns the stored namespaces."""
-        p = Path(path)
-        if not p.is_file():
-            raise InputError(f"export file not found: {p}")
-        try:
-            with p.open(encoding="utf-8-sig") as fh:  # a BOM is how some editors save UTF-8
-                plan = export_file.read(fh, str(p), rename or (lambda n: n), self.embedder.dim or None,
-                                        self.store.meta.get("embedder"))
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{p} is not UTF-8 (byte {exc.start})") from None
-        clash = [n for n in plan.names if self.store.has_namespace(n)]
-        if clash:
-            raise InputError(f"namespace '{clash[0]}' already exists; forget it first or import elsewhere")
-        self.store.import_rows(plan.rows)
-        return plan.names
+        return export_file.load(self.store, Path(path), rename or (lambda n: n), self.embedder.dim or None)
 
     # ------------------------------------------------------------------ reading
     def graph(self, namespace: str) -> GraphView:
@@ -289,21 +267,8 @@ class Memory:
         """A loader of the part of `namespace` some query texts need (search/retrieve.load_for), restricted to the
         observations that pass `filters`; a filter that passes none is an error that says so."""
         namespace = validate.namespace_name(namespace)
-        s = self.settings.search
-        allowed = None
-        flt = validate.filters(filters)
-        if flt is not None:
-            require_namespace(self.store, namespace)
-            allowed = set(self.store.filter_observations(namespace, flt))
-            if not allowed:
-                hint = ""
-                if flt.speaker:
-                    hint = f"; its speakers are {', '.join(self.store.speakers(namespace)[:10]) or 'not named'}"
-                elif flt.since or flt.until:
-                    hint = "; an observation without a date (no world time) never passes a date filter"
-                raise InputError(f"the filters ({flt.describe()}) match no observation in namespace '{namespace}'{hint}")
-
-        limits = Loading.of(s, self.lexical_weight)
+        allowed = passing(self.store, namespace, validate.filters(filters))
+        limits = Loading.of(self.settings.search, self.lexical_weight)
 
         def load(texts: list[str], vectors: Any) -> GraphView:
             return load_for(self.store, namespace, texts, vectors, limits, allowed)
@@ -369,22 +334,10 @@ class Memory:
              agent_id: str | None = None, run_id: str | None = None, nested: bool | None = None) -> EventPage:
         """A page of the namespace's events in the order they were stored; a scope's page runs through the
         namespaces it covers one after another (each event names its namespace)."""
-        for name, value, low in (("offset", offset, 0), ("limit", limit, 1)):
-            high = 1000 if name == "limit" else validate.MAX_OFFSET
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise InputError(f"{name} must be an integer from {low} to {high}, got {str(value)[:40]}")
+        offset, limit = validate.page(offset, limit)
         names = self._reading(namespace, user_id, agent_id, run_id, nested)
         counts = [self.store.event_count(n) for n in names]
-        items: list[Event] = []
-        skip = offset
-        for name, count in zip(names, counts):
-            if skip >= count:
-                skip -= count
-                continue
-            items += self.store.events(name, skip, limit - len(items))
-            skip = 0
-            if len(items) >= limit:
-                break
+        items = page_through(names, counts, self.store.events, offset, limit)
         return EventPage(namespace=namespace_for(namespace, user_id, agent_id, run_id), offset=offset, limit=limit,
                          total=sum(counts), items=items)
 
@@ -439,14 +392,6 @@ class Memory:
             "cross_step_relations": sum(1 for r in rels if r.origin == "cross_step"),
             "topics": len(self.store.topics(namespace)),
             "merges": sum(s.events_merged for s in steps),
-            "construction": {
-                "llm_calls": sum(s.llm_calls for s in steps),
-                "prompt_tokens": sum(s.prompt_tokens for s in steps),
-                "completion_tokens": sum(s.completion_tokens for s in steps),
-                "latency_s": round(sum(s.latency_s for s in steps), 3),
-                "per_step": [{"step": s.step, "llm_calls": s.llm_calls, "prompt_tokens": s.prompt_tokens,
-                              "completion_tokens": s.completion_tokens, "latency_s": s.latency_s,
-                              "events_new": s.events_new, "events_merged": s.events_merged} for s in steps],
-            },
+            "construction": construction_cost(steps),
             "skipped": [f"step {s.step}: {note}" for s in steps for note in s.skipped],
         }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -175,6 +175,16 @@ class StepRecord(BaseModel):
 
 
 # ---------------------------------------------------------------- search results
+
+
+def construction_cost(steps: list[StepRecord]) -> dict[str, Any]:
+    """What building these steps cost (Memory.stats): model calls, tokens, seconds, in total and per step."""
+    return {"llm_calls": sum(s.llm_calls for s in steps), "prompt_tokens": sum(s.prompt_tokens for s in steps),
+            "completion_tokens": sum(s.completion_tokens for s in steps),
+            "latency_s": round(sum(s.latency_s for s in steps), 3),
+            "per_step": [{"step": s.step, "llm_calls": s.llm_calls, "prompt_tokens": s.prompt_tokens,
+                          "completion_tokens": s.completion_tokens, "latency_s": s.latency_s,
+                          "events_new": s.events_new, "events_merged": s.events_merged} for s in steps]}
 
 
 class Usage(BaseModel):

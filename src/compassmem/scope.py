@@ -16,8 +16,12 @@ namespace given by name reads just that namespace (Memory's `nested=True` widens
 
 from __future__ import annotations
 
+from typing import Callable, TypeVar
+
 from .errors import InputError
 from .validate import namespace_name
+
+T = TypeVar("T")
 
 PARTS = ("user_id", "agent_id", "run_id")
 
@@ -52,3 +56,20 @@ def read_names(names: list[str], base: str, nested: bool) -> list[str]:
     """Of the existing `names`, those a read of `base` covers: base and what is under it when `nested`,
     else base alone; empty when none exists. The library, the REST service and the client share it."""
     return covered(names, base) if nested else [n for n in names if n == base]
+
+
+def page_through(names: list[str], counts: list[int], fetch: Callable[[str, int, int], list[T]], offset: int,
+                 limit: int) -> list[T]:
+    """One page of a scope's items, running through its namespaces one after another: `fetch(name, skip,
+    n)` reads a namespace's, `counts` says how many each holds."""
+    items: list[T] = []
+    skip = offset
+    for name, count in zip(names, counts):
+        if skip >= count:
+            skip -= count
+            continue
+        items += fetch(name, skip, limit - len(items))
+        skip = 0
+        if len(items) >= limit:
+            break
+    return items

@@ -140,6 +140,14 @@ def metadata(value: Any) -> dict[str, str]:
     return out
 
 
+def page(offset: Any, limit: Any) -> tuple[int, int]:
+    """A page's offset (from 0) and limit (1 to 1,000), or one line saying which is wrong."""
+    for name, value, low, high in (("offset", offset, 0, MAX_OFFSET), ("limit", limit, 1, 1000)):
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise InputError(f"{name} must be an integer from {low} to {high}, got {str(value)[:40]}")
+    return offset, limit
+
+
 def output_file(value: Any) -> Path:
     """A file to write: a path whose folder exists and that is not itself a folder."""
     if not isinstance(value, (str, Path)) or not str(value).strip():

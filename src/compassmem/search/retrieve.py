@@ -17,7 +17,8 @@ import numpy as np
 
 from ..config import SearchSettings
 from ..embed.base import dots
-from ..models import Relation
+from ..errors import InputError
+from ..models import Filters, Relation
 from ..store import Store
 from ..store.base import require_namespace
 from ..text import index_terms
@@ -114,3 +115,20 @@ def neighbours_of(relations: list[Relation], anchors: list[str], loaded: set[str
             if rank < len(lists[a]):
                 out.setdefault(lists[a][rank])
     return list(out)
+
+
+def passing(store: Store, namespace: str, filters: Filters | None) -> set[str] | None:
+    """The observations a search may read under `filters` (None: all); a filter that passes none is an
+    error that says why, not an empty answer."""
+    if filters is None:
+        return None
+    require_namespace(store, namespace)
+    allowed = set(store.filter_observations(namespace, filters))
+    if not allowed:
+        hint = ""
+        if filters.speaker:
+            hint = f"; its speakers are {', '.join(store.speakers(namespace)[:10]) or 'not named'}"
+        elif filters.since or filters.until:
+            hint = "; an observation without a date (no world time) never passes a date filter"
+        raise InputError(f"the filters ({filters.describe()}) match no observation in namespace '{namespace}'{hint}")
+    return allowed
