@@ -17,7 +17,7 @@ from .ingest import Dataset, StepInput
 from .llm import make_llm
 from .construct.edit import Editor
 from .models import (Answer, EditReceipt, Event, EventDetail, EventPage, Filters, ForgetReceipt, HistoryEntry,
-                     Observation, SearchHit, StepRecord, construction_cost)
+                     Observation, SearchHit, StepRecord)
 from .roles import construction_roles, search_roles
 from .search.engine import SearchEngine
 from .search.graph import GraphView
@@ -25,6 +25,7 @@ from .search.retrieve import Loading, load_for, passing
 from .store import Store, open_store
 from .scope import by_ids, namespace_for, page_through, read_names
 from .store.base import cache_namespace, require_namespace
+from .store.steps import construction_cost
 
 
 APPEND_TRIES = 50  # an add without a step number, against other processes appending to the same namespace

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -125,9 +125,7 @@ class Event(BaseModel):
 
 
 RelationOrigin = Literal["within_step", "cross_step", "judge"]
-# relation types from a later statement to the earlier one it revises (construct/revise.py); their evidence
-# is [earlier turn, later turn]
-REVISION_TYPES = ("updates", "contradicts")
+REVISION_TYPES = ("updates", "contradicts")  # later event → the earlier one it revises; evidence [old, new] turn
 
 
 class Relation(BaseModel):
@@ -175,16 +173,6 @@ class StepRecord(BaseModel):
 
 
 # ---------------------------------------------------------------- search results
-
-
-def construction_cost(steps: list[StepRecord]) -> dict[str, Any]:
-    """What building these steps cost (Memory.stats): model calls, tokens, seconds, in total and per step."""
-    return {"llm_calls": sum(s.llm_calls for s in steps), "prompt_tokens": sum(s.prompt_tokens for s in steps),
-            "completion_tokens": sum(s.completion_tokens for s in steps),
-            "latency_s": round(sum(s.latency_s for s in steps), 3),
-            "per_step": [{"step": s.step, "llm_calls": s.llm_calls, "prompt_tokens": s.prompt_tokens,
-                          "completion_tokens": s.completion_tokens, "latency_s": s.latency_s,
-                          "events_new": s.events_new, "events_merged": s.events_merged} for s in steps]}
 
 
 class Usage(BaseModel):
@@ -320,18 +308,16 @@ HistoryAction = Literal["created", "merged", "updated", "observations_deleted", 
 
 
 class HistoryEntry(BaseModel):
-    """One change to an event (Memory.history): what happened, when, to which observations, and the
-    summary it left. Summaries written before an update or delete are redacted (None), because they may
-    hold the text that was changed or deleted."""
+    """One change to an event (Memory.history): what happened, when, to which observations, the summary it
+    left. Summaries written before an update or delete are redacted (None): they may hold the text removed."""
 
     event_id: str
     at: str
     action: HistoryAction
     step: int | None = None
     observation_ids: list[str] = Field(default_factory=list, description="the observations the change touched")
-    summary: str | None = Field(default=None, description="what the change wrote: the event's summary (created, "
-                                "updated, observations_deleted), the part merged in (merged), or 'by <event id>' "
-                                "(superseded: a later turn, in observation_ids, revises this event); None: redacted")
+    summary: str | None = Field(default=None, description="what the change wrote: the summary (created, updated, "
+                                "observations_deleted), the part merged in, 'by <event id>' (superseded); None: redacted")
 
 
 def _storable(text: str) -> str:

@@ -3,6 +3,8 @@ cost), written once over any backend's executor. A step's record is what makes a
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..models import StepRecord
 from .sql import SQL
 
@@ -29,3 +31,13 @@ class Steps:
     def last(self, namespace: str) -> int | None:
         """The highest step number stored (None: no step yet); an add without a step takes the next."""
         return self.sql.rows("SELECT MAX(step) FROM steps WHERE namespace=?", (namespace,))[0][0]
+
+
+def construction_cost(steps: list[StepRecord]) -> dict[str, Any]:
+    """What building these steps cost (Memory.stats): model calls, tokens, seconds, in total and per step."""
+    return {"llm_calls": sum(s.llm_calls for s in steps), "prompt_tokens": sum(s.prompt_tokens for s in steps),
+            "completion_tokens": sum(s.completion_tokens for s in steps),
+            "latency_s": round(sum(s.latency_s for s in steps), 3),
+            "per_step": [{"step": s.step, "llm_calls": s.llm_calls, "prompt_tokens": s.prompt_tokens,
+                          "completion_tokens": s.completion_tokens, "latency_s": s.latency_s,
+                          "events_new": s.events_new, "events_merged": s.events_merged} for s in steps]}
