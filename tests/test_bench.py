@@ -302,3 +302,15 @@ def test_narrativeqa_on_whole_documents_reports_answer_recall_and_rouge(tmp_path
     summary = write_reports(tmp_path / "out", result["rows"], result["timings"], "t", "cmd")
     assert summary["methods"]["bm25_turns"]["vs_compassmem"]["answer@1000"]["all"] is not None
     assert "ROUGE-L" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_every_search_preset_changes_only_what_it_names():
+    from compassmem.config import Settings
+    from compassmem.search.presets import PRESETS
+
+    base = Settings.load(None, **{"search.top_k": 7})  # a user's own settings survive a preset
+    for name, preset in PRESETS.items():
+        changed = preset.apply(base)
+        diff = {k for k, v in changed.search.model_dump().items() if base.search.model_dump()[k] != v}
+        assert diff == set(preset.search), name
+        assert changed.search.top_k == 7 and changed.construction == base.construction

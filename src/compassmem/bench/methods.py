@@ -18,19 +18,13 @@ from ..memory import Memory
 from ..models import Observation, Usage
 from ..search.graph import approx_tokens
 from ..text import content_words
+from ..search.presets import PRESETS
 from ..search.responder import Responder, evidence_lines
 
 BASELINES = ("full_context", "rag512", "dense_turns", "bm25_turns", "hybrid_turns", "hybrid_speaker")
 TURN_BASELINES = ("dense_turns", "bm25_turns", "hybrid_turns", "hybrid_speaker")  # accept ":K", e.g. bm25_turns:30
-ABLATIONS = {
-    "no_topics": {"search.use_topics": False},
-    "no_relations": {"search.use_relations": False},
-    "no_refinement": {"search.refinement": False},
-    "no_planner": {"search.use_planner": False},
-    "no_newer_first": {"search.newer_window": 0},  # search/current.py off: no later restatement lifted
-    "chunks100": {},  # different construction: fixed ~100-token chunks instead of events
-    "compassmem_graph": {"search.mode": "graph"},  # with an LLM: offline exploration, the model only answers
-}
+# the search's named variants (search/presets.py), and one of construction: fixed ~100-token chunks
+ABLATIONS = (*(name for name in PRESETS if name != "compassmem"), "chunks100")
 ALL_METHODS = ("compassmem", *BASELINES, *ABLATIONS)
 RANKING_DEPTH = 400  # observations of a baseline's ranking kept: well past the largest budget (2,000 tokens)
 
@@ -264,9 +258,4 @@ class RAGChunks(_Answering):
 
 
 def variant_settings(base: Settings, method: str) -> Settings:
-    overrides = ABLATIONS.get(method, {})
-    data = base.model_dump()
-    for key, value in overrides.items():
-        section, name = key.split(".")
-        data[section][name] = value
-    return Settings.model_validate(data)
+    return PRESETS[method].apply(base) if method in PRESETS else base
