@@ -172,11 +172,11 @@ def test_a_reply_that_ends_after_the_deadline_is_not_used_or_cached():
 
     cache: dict[str, str] = {}
 
-    class Cache:
-        cache_get = staticmethod(cache.get)
+    class Cache:  # the store's response cache (store/meta.py), as a dict
+        get = staticmethod(cache.get)
 
         @staticmethod
-        def cache_put(key: str, value: str) -> None:
+        def put(key: str, value: str) -> None:
             cache[key] = value
 
     client = LLMClient(Late(), LLMSettings(), cache=Cache())
