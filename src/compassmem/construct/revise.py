@@ -27,8 +27,7 @@ from ..search.current import REVISION, speaks_for_self
 from ..store import Store
 from ..text import index_terms, sentences
 
-# what a person says when a fact of theirs changes; REVISION (search/current.py) plus a few verbs of plans
-CHANGE = re.compile(rf"{REVISION.pattern}|\b(rescheduled|postponed|cancel+ed|quit|stopped|gave up)\b", re.I)
+CHANGE = REVISION  # what a person says when a fact of theirs changes (search/current.py)
 _EXPLICIT = re.compile(r"\b(instead|switched|changed|moved|now|no longer|anymore|any more)\b", re.I)
 _NUMBER = re.compile(r"\b\d+(?:[.,:]\d+)?\s*(?:%|am|pm)?", re.I)
 _NEGATION = re.compile(r"\b(?:not|no longer|anymore|any more|never|stopped|quit)\b|n't\b", re.I)

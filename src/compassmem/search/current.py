@@ -27,7 +27,8 @@ PAST = re.compile(r"\b(did|was|were|had|used to|originally|initially|at first|fi
 # words with which people state a change: "has now reached 165", "increased to 7", "the new deadline"
 REVISION = re.compile(r"\b(now|no longer|anymore|any more|recently|updated?|changed?|switched|increased|decreased|"
                       r"grown|reached|extended|instead|new|moved|actually|latest|currently|revised|adjusted|"
-                      r"raised|lowered|dropped|upgraded|never)\b", re.I)
+                      r"raised|lowered|dropped|upgraded|never|rescheduled|postponed|cancel+ed|quit|stopped|"
+                      r"gave up)\b", re.I)
 # an assistant's reply repeats the user's words ("now that your API answers in 250 ms…"): it restates no
 # fact of its own, and lifting it pushed the user's statement out of a small budget on BEAM. A text with
 # no speaker (a book, a report) is not a person restating their facts either: it is never lifted
