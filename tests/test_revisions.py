@@ -16,7 +16,7 @@ from compassmem import Memory
 from compassmem.bench.metrics import newer_first
 from compassmem.config import Settings
 from compassmem.construct.revise import changed
-from compassmem.search.current import about_the_present
+from compassmem.search.current import about_the_present, states_change
 from compassmem.search.current import newer_first as newer_first_rule
 
 CASES = json.loads((Path(__file__).parent / "data" / "revisions.json").read_text())
@@ -157,3 +157,14 @@ def test_a_linked_revision_is_lifted_above_the_statement_it_revises_wherever_it_
 ])
 def test_what_counts_as_a_change(new, old, expected):
     assert changed(new, old) is expected
+
+
+@pytest.mark.parametrize("text, question, expected", [
+    ("My meeting with Danielle is rescheduled to 4:30 PM.", "When is my meeting with Danielle?", True),
+    ("I postponed the trip to Porto until June.", "When is my trip to Porto?", True),
+    ("I drive a Tesla now.", "What car do I drive?", True),
+    ("My meeting with Danielle is at 3 PM.", "When is my meeting with Danielle?", False),  # states, no change
+    ("I'm rescheduling nothing, the gym is closed.", "When is my meeting with Danielle?", False),  # no shared words
+])
+def test_a_change_is_said_with_words_of_the_question(text, question, expected):
+    assert states_change(text, question) is expected
