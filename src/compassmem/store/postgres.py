@@ -26,7 +26,7 @@ from .meta import Cache, Meta
 from .steps import Steps
 from .shared import SharedSQL
 from .sql import PostgresSQL
-from .rows import EVENT_COLS as _EVENT_COLS, KINDS as _KINDS, OBS_COLS as _OBS_COLS, REL_COLS, KindCalls
+from .rows import EVENT_COLS as _EVENT_COLS, OBS_COLS as _OBS_COLS, REL_COLS, KindCalls
 from .postgres_edit import PostgresEditing
 from .postgres_index import PostgresIndexes
 from .postgres_schema import MIGRATIONS, SCHEMA_VERSION
@@ -270,17 +270,6 @@ class PostgresStore(SharedSQL, PostgresEditing, PostgresIndexes, KindCalls):
                                          "AND id = ANY(%s)", (namespace, list(dict.fromkeys(ids))))}
         found = [rows[i] for i in dict.fromkeys(ids) if i in rows]
         return [records.event(r) for r in found], self._matrix_of([r[9] for r in found])
-
-    def events(self, namespace: str, offset: int = 0, limit: int | None = None) -> list[Event]:
-        rows = self._q(f"SELECT {_EVENT_COLS} FROM events WHERE namespace=%s ORDER BY rowid LIMIT %s OFFSET %s",
-                       (namespace, limit, offset))
-        return [records.event(r) for r in rows]
-
-    def _table_matrix(self, namespace: str, kind: str) -> tuple[list[str], np.ndarray]:
-        table, col = _KINDS[kind]
-        rows = self._q(f"SELECT id, {col} FROM {table} WHERE namespace=%s AND {col} IS NOT NULL ORDER BY rowid",
-                       (namespace,))
-        return [r[0] for r in rows], self._matrix_of([r[1] for r in rows])
 
     # ------------------------------------------------------------------ relations
     def relations_of(self, namespace: str, event_ids: list[str], within: bool = False) -> list[Relation]:

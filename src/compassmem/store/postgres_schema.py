@@ -24,12 +24,12 @@ namespace writes it anew.
 
 from __future__ import annotations
 
+from . import tables
+from .tables import POSTGRES
+
 SCHEMA_VERSION = 2
 
-MIGRATIONS: dict[int, str] = {1: """
-CREATE EXTENSION IF NOT EXISTS vector;
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS namespaces (name TEXT PRIMARY KEY, created_at TEXT NOT NULL);
+MIGRATIONS: dict[int, str] = {1: "\nCREATE EXTENSION IF NOT EXISTS vector;\n" + tables.meta() + """\
 CREATE TABLE IF NOT EXISTS observations (
   rowid BIGSERIAL UNIQUE,
   namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
@@ -44,43 +44,9 @@ CREATE TABLE IF NOT EXISTS terms (
   PRIMARY KEY (namespace, term, obs_id),
   FOREIGN KEY (namespace, obs_id) REFERENCES observations(namespace, id) ON DELETE CASCADE);
 CREATE INDEX IF NOT EXISTS terms_obs ON terms(namespace, obs_id);
-CREATE TABLE IF NOT EXISTS speakers (
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  name TEXT NOT NULL, PRIMARY KEY (namespace, name));
-CREATE TABLE IF NOT EXISTS steps (
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  step INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (namespace, step));
-CREATE TABLE IF NOT EXISTS events (
-  rowid BIGSERIAL UNIQUE,
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  id TEXT NOT NULL, step INTEGER NOT NULL, summary TEXT NOT NULL, participants TEXT NOT NULL,
-  time TEXT NOT NULL, observation_ids TEXT NOT NULL, topic_id TEXT, history TEXT NOT NULL,
-  embedding vector NOT NULL, PRIMARY KEY (namespace, id));
-CREATE INDEX IF NOT EXISTS event_topic ON events(namespace, topic_id);
-CREATE TABLE IF NOT EXISTS relations (
-  rowid BIGSERIAL UNIQUE,
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  id TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL, type TEXT NOT NULL,
-  evidence TEXT NOT NULL, origin TEXT NOT NULL, confidence DOUBLE PRECISION NOT NULL, step INTEGER NOT NULL,
-  PRIMARY KEY (namespace, id),
-  FOREIGN KEY (namespace, source) REFERENCES events(namespace, id) ON DELETE CASCADE,
-  FOREIGN KEY (namespace, target) REFERENCES events(namespace, id) ON DELETE CASCADE);
-CREATE INDEX IF NOT EXISTS rel_source ON relations(namespace, source);
-CREATE INDEX IF NOT EXISTS rel_target ON relations(namespace, target);
-CREATE TABLE IF NOT EXISTS topics (
-  rowid BIGSERIAL UNIQUE,
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  id TEXT NOT NULL, label TEXT NOT NULL, size INTEGER NOT NULL, centroid vector NOT NULL,
-  PRIMARY KEY (namespace, id));
-CREATE TABLE IF NOT EXISTS event_history (
-  rowid BIGSERIAL PRIMARY KEY,
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  event_id TEXT NOT NULL, at TEXT NOT NULL, action TEXT NOT NULL, step INTEGER, observation_ids TEXT NOT NULL,
-  summary TEXT);
-CREATE INDEX IF NOT EXISTS event_history_event ON event_history(namespace, event_id);
-CREATE TABLE IF NOT EXISTS llm_cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS llm_cache_refs (key TEXT NOT NULL, namespace TEXT NOT NULL, PRIMARY KEY (namespace, key));
-""", 2: """
+""" + tables.speakers() + tables.steps() + tables.events(POSTGRES)
+    + "CREATE INDEX IF NOT EXISTS event_topic ON events(namespace, topic_id);\n" + tables.relations(POSTGRES)
+    + tables.topics(POSTGRES) + tables.event_history("  rowid BIGSERIAL PRIMARY KEY,\n") + tables.cache(), 2: """
 ALTER TABLE terms ADD COLUMN IF NOT EXISTS doc_len INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE terms ADD COLUMN IF NOT EXISTS obs_rowid BIGINT NOT NULL DEFAULT 0;
 UPDATE terms t SET doc_len = o.doc_len, obs_rowid = o.rowid

@@ -45,7 +45,14 @@ def relation(r: tuple) -> Relation:
 
 
 class KindCalls:
-    """The protocol's per-kind calls, for a backend that defines _table_matrix and _search."""
+    """The protocol's per-kind calls, for a backend with an `sql` executor that defines _matrix_of (its
+    stored vectors → a normalised matrix) and _search."""
+
+    def _table_matrix(self, namespace: str, kind: str) -> tuple[list[str], np.ndarray]:
+        table, col = KINDS[kind]
+        rows = self.sql.rows(f"SELECT id, {col} FROM {table} WHERE namespace=? AND {col} IS NOT NULL ORDER BY rowid",
+                             (namespace,))
+        return [r[0] for r in rows], self._matrix_of([r[1] for r in rows])
 
     def event_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
         """Every event's vector: re-clustering reads it (on a geometric schedule); search never does."""

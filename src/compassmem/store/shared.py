@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 
-from ..models import Filters, Relation, Topic
+from ..models import Event, Filters, Relation, Topic
 from . import rows as records
-from .rows import REL_COLS
+from .rows import EVENT_COLS, REL_COLS
 from .sql import SQL
 
 
@@ -53,6 +53,12 @@ class SharedSQL:
     def relations(self, namespace: str) -> list[Relation]:
         return [records.relation(r) for r in self.sql.rows(f"SELECT {REL_COLS} FROM relations WHERE namespace=? "
                                                            "ORDER BY rowid", (namespace,))]
+
+    def events(self, namespace: str, offset: int = 0, limit: int | None = None) -> list[Event]:
+        """A namespace's events in stored order; a page of them with offset/limit."""
+        return [records.event(r) for r in self.sql.rows(
+            f"SELECT {EVENT_COLS} FROM events WHERE namespace=? ORDER BY rowid LIMIT ? OFFSET ?",
+            (namespace, self.sql.no_limit if limit is None else limit, offset))]
 
     def topics(self, namespace: str) -> list[Topic]:
         return [Topic(namespace=r[0], id=r[1], label=r[2], size=r[3]) for r in self.sql.rows(

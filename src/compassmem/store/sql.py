@@ -18,6 +18,8 @@ from ..errors import InputError
 class SQL:
     """Rows and row counts for a statement, inside the backend's transactions, plus its dialect."""
 
+    no_limit: int | None = None  # a LIMIT argument that limits nothing
+
     def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
         raise NotImplementedError
 
@@ -62,6 +64,7 @@ class SQLiteSQL(SQL):
     """One connection behind the store's lock."""
 
     CHUNK = 500  # well below SQLite's limit on bound parameters
+    no_limit = -1
 
     def __init__(self, conn: sqlite3.Connection, lock: threading.RLock,
                  transaction: Callable[[], AbstractContextManager[None]]) -> None:

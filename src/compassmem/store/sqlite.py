@@ -26,7 +26,7 @@ from .steps import Steps
 from .shared import SharedSQL
 from .sql import SQLiteSQL
 from .impact import LexicalBase
-from .rows import EVENT_COLS, KINDS as _KINDS, OBS_COLS, REL_COLS, KindCalls
+from .rows import EVENT_COLS, OBS_COLS, REL_COLS, KindCalls
 from .sqlite_edit import SQLiteEditing
 from .sqlite_index import SQLiteIndexes, _unblob
 from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_V3, SCHEMA_VERSION, fts_name, immediate, new_token,
@@ -294,18 +294,6 @@ class SQLiteStore(SharedSQL, SQLiteEditing, SQLiteIndexes, KindCalls):
                                           "AND id IN ({marks})", namespace, list(dict.fromkeys(ids)))}
         found = [rows[i] for i in dict.fromkeys(ids) if i in rows]
         return [records.event(r) for r in found], self._matrix_of([r[9] for r in found])
-
-    def events(self, namespace: str, offset: int = 0, limit: int | None = None) -> list[Event]:
-        """A namespace's events in stored order; a page of them with offset/limit."""
-        rows = self._rows(f"SELECT {EVENT_COLS} FROM events WHERE namespace=? ORDER BY rowid LIMIT ? OFFSET ?",
-                          (namespace, -1 if limit is None else limit, offset))
-        return [records.event(r) for r in rows]
-
-    def _table_matrix(self, namespace: str, kind: str) -> tuple[list[str], np.ndarray]:
-        table, col = _KINDS[kind]
-        rows = self._rows(f"SELECT id, {col} FROM {table} WHERE namespace=? AND {col} IS NOT NULL ORDER BY rowid",
-                          (namespace,))
-        return [r[0] for r in rows], self._matrix_of([r[1] for r in rows])
 
     # ------------------------------------------------------------------ relations
     def relations_of(self, namespace: str, event_ids: list[str], within: bool = False) -> list[Relation]:

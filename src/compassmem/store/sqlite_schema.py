@@ -17,61 +17,28 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from ..text import index_terms
+from . import tables
+from .tables import SQLITE
 
 SCHEMA_VERSION = 3
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS namespaces (name TEXT PRIMARY KEY, created_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS observations (
+SCHEMA = "\n" + tables.meta() + """CREATE TABLE IF NOT EXISTS observations (
   namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
   id TEXT NOT NULL, step INTEGER NOT NULL, seq INTEGER NOT NULL, speaker TEXT, text TEXT NOT NULL,
   time TEXT, date TEXT, meta TEXT NOT NULL, ingested_at TEXT NOT NULL, embedding BLOB, event TEXT,
   PRIMARY KEY (namespace, id));
 CREATE INDEX IF NOT EXISTS obs_step ON observations(namespace, step, seq);
-CREATE TABLE IF NOT EXISTS steps (
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  step INTEGER NOT NULL, record TEXT NOT NULL, PRIMARY KEY (namespace, step));
-CREATE TABLE IF NOT EXISTS events (
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  id TEXT NOT NULL, step INTEGER NOT NULL, summary TEXT NOT NULL, participants TEXT NOT NULL,
-  time TEXT NOT NULL, observation_ids TEXT NOT NULL, topic_id TEXT, history TEXT NOT NULL,
-  embedding BLOB NOT NULL, PRIMARY KEY (namespace, id));
-CREATE TABLE IF NOT EXISTS relations (
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  id TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL, type TEXT NOT NULL,
-  evidence TEXT NOT NULL, origin TEXT NOT NULL, confidence REAL NOT NULL, step INTEGER NOT NULL,
-  PRIMARY KEY (namespace, id),
-  FOREIGN KEY (namespace, source) REFERENCES events(namespace, id) ON DELETE CASCADE,
-  FOREIGN KEY (namespace, target) REFERENCES events(namespace, id) ON DELETE CASCADE);
-CREATE INDEX IF NOT EXISTS rel_source ON relations(namespace, source);
-CREATE INDEX IF NOT EXISTS rel_target ON relations(namespace, target);
-CREATE TABLE IF NOT EXISTS topics (
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  id TEXT NOT NULL, label TEXT NOT NULL, size INTEGER NOT NULL, centroid BLOB NOT NULL,
-  PRIMARY KEY (namespace, id));
-CREATE TABLE IF NOT EXISTS llm_cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS llm_cache_refs (key TEXT NOT NULL, namespace TEXT NOT NULL, PRIMARY KEY (namespace, key));
-"""
+""" + tables.steps() + tables.events(SQLITE) + tables.relations(SQLITE) + tables.topics(SQLITE) + tables.cache()
 
 SCHEMA_V2 = """
 CREATE INDEX IF NOT EXISTS obs_event ON observations(namespace, event);
 CREATE INDEX IF NOT EXISTS event_topic ON events(namespace, topic_id);
-CREATE TABLE IF NOT EXISTS speakers (
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  name TEXT NOT NULL, PRIMARY KEY (namespace, name));
-CREATE TABLE IF NOT EXISTS vector_log (
+""" + tables.speakers() + """CREATE TABLE IF NOT EXISTS vector_log (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL, kind TEXT NOT NULL, key INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS vector_log_ns ON vector_log(namespace, kind, seq);
 """
 
-SCHEMA_V3 = """
-CREATE TABLE IF NOT EXISTS event_history (
-  namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
-  event_id TEXT NOT NULL, at TEXT NOT NULL, action TEXT NOT NULL, step INTEGER, observation_ids TEXT NOT NULL,
-  summary TEXT);
-CREATE INDEX IF NOT EXISTS event_history_event ON event_history(namespace, event_id);
-"""
+SCHEMA_V3 = "\n" + tables.event_history()
 
 
 def chunks(ids: list, n: int = 500) -> Iterator[list]:
