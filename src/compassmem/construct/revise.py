@@ -93,13 +93,18 @@ def _about_self(sentence: str) -> bool:
     return not _asks(sentence) and bool(_FIRST_PERSON.search(sentence))
 
 
+def negation_flips(new: str, old: str) -> bool:
+    """One of the two sentences is negated and the other not: the later contradicts the earlier."""
+    return bool(_NEGATION.search(new)) != bool(_NEGATION.search(old))
+
+
 def changed(new: str, old: str) -> bool:
     """Whether `new` says something different from `old`: another number, a negation one has and the other
     not, or a word of its own said with an explicit change ("I drive a Tesla now")."""
     numbers_new, numbers_old = set(_NUMBER.findall(new)), set(_NUMBER.findall(old))
     if numbers_new and numbers_old and numbers_new != numbers_old:
         return True
-    if bool(_NEGATION.search(new)) != bool(_NEGATION.search(old)):
+    if negation_flips(new, old):
         return True
     return bool(_EXPLICIT.search(new)) and bool(set(index_terms(new)) - set(index_terms(old)))
 
@@ -124,7 +129,7 @@ class OfflineRevisionFinder:
         for c in _claims(store, self.embedder, namespace, observations, self.settings.revision_similarity):
             for p, t, sim in c.earlier:
                 if changed(c.sentence, t):
-                    kind = "contradicts" if bool(_NEGATION.search(c.sentence)) != bool(_NEGATION.search(t)) else "updates"
+                    kind = "contradicts" if negation_flips(c.sentence, t) else "updates"
                     found.append(Revision(c.observation.id, p.id, kind, round(sim, 3)))
                     break
         return _best(found)

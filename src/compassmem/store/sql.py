@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import InputError
+from .sqlite_schema import chunks
 
 
 class SQL:
@@ -61,22 +62,25 @@ class SQL:
 
 
 class SQLiteSQL(SQL):
-    """One connection behind the store's lock."""
+    """One connection behind the store's lock: the store's own statements run through it too."""
 
-    CHUNK = 500  # well below SQLite's limit on bound parameters
     no_limit = -1
 
     def __init__(self, conn: sqlite3.Connection, lock: threading.RLock,
                  transaction: Callable[[], AbstractContextManager[None]]) -> None:
         self._conn, self._lock, self._transaction = conn, lock, transaction
 
+    def cursor(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """Execute; the cursor (a RETURNING clause's rows, the row count)."""
+        with self._lock:
+            return self._conn.execute(sql, tuple(args))
+
     def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
-            return self._conn.execute(sql, tuple(args)).fetchall()
+            return self.cursor(sql, args).fetchall()
 
     def run(self, sql: str, args: Sequence[Any] = ()) -> int:
-        with self._lock:
-            return self._conn.execute(sql, tuple(args)).rowcount
+        return self.cursor(sql, args).rowcount
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self._lock:
@@ -86,8 +90,7 @@ class SQLiteSQL(SQL):
         return self._transaction()
 
     def chunks(self, values: list) -> Iterator[list]:
-        for i in range(0, len(values), self.CHUNK):
-            yield values[i : i + self.CHUNK]
+        return chunks(values)
 
     def any_of(self, column: str, values: list) -> tuple[str, list]:
         return f"{column} IN ({','.join('?' * len(values))})", list(values)

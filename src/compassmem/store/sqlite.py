@@ -82,6 +82,7 @@ class SQLiteStore(SharedSQL, SQLiteEditing, SQLiteIndexes, KindCalls):
         self._indexes: dict[tuple[str, str, str], VectorIndex] = {}
         self._lexicals: dict[tuple[str, str], tuple[int, list[LexicalBase]]] = {}  # (ns, token) -> (head, tiers)
         self.sql = SQLiteSQL(self._conn, self._lock, self.transaction)
+        self._exec, self._rows = self.sql.cursor, self.sql.rows  # the store's own statements, same lock
         self.meta, self.cache, self.history = Meta(self.sql), Cache(self.sql), EventHistory(self.sql)
         self.steps = Steps(self.sql)
 
@@ -147,14 +148,6 @@ class SQLiteStore(SharedSQL, SQLiteEditing, SQLiteIndexes, KindCalls):
             finally:
                 self._depth -= 1
                 self._conn.execute("COMMIT")
-
-    def _exec(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
-        with self._lock:
-            return self._conn.execute(sql, args)
-
-    def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:
-        with self._lock:
-            return self._conn.execute(sql, args).fetchall()
 
     def _in(self, sql: str, namespace: str, ids: list, extra: tuple = ()) -> list[tuple]:
         """Run `sql` (with one `{marks}` placeholder for an IN list) over ids in chunks."""
