@@ -189,6 +189,13 @@ class GraphView:
                               else sorted({o.speaker for o in self.observations.values() if o.speaker}))
         return self._speakers
 
+    def turns_saying(self, word: str, limit: int = 200) -> list[Observation]:
+        """The namespace's turns that contain `word` (its full-text index; the loaded ones without a store)."""
+        if self.store is None:
+            return [o for o in self.observations.values() if word.lower() in o.text.lower()]
+        hits = self.store.lexical_search(self.namespace, word, limit)
+        return self.store.get_observations(self.namespace, [oid for oid, _ in hits])
+
     def speaker_mask(self, names: set[str]) -> np.ndarray:
         """1.0 for the observations (in obs_order) spoken by one of `names`."""
         if not hasattr(self, "_speaker_codes"):

@@ -29,6 +29,7 @@ import numpy as np
 
 from .current import newer_first
 from .graph import GraphView
+from .people import called
 
 
 @dataclass(frozen=True)
@@ -42,13 +43,15 @@ class RankWeights:
 
 
 def named_participants(graph: GraphView, question: str) -> set[str]:
-    """Speakers of the namespace whose name (or first name) the question mentions as a word."""
+    """Speakers of the namespace whose name (or first name) the question mentions as a word, or a name
+    the conversation calls them by (search/people.py: "Kate" for the speaker recorded as "Emi")."""
     found = set()
-    for name in graph.speakers():
+    speakers = graph.speakers()
+    for name in speakers:
         parts = [name, *name.split()[:1]]
         if any(re.search(rf"(?<![\w]){re.escape(p)}(?![\w])", question, re.I) for p in parts if len(p) > 1):
             found.add(name)
-    return found
+    return found | called(question, speakers, graph.turns_saying)
 
 
 def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: list[str],

@@ -1,0 +1,83 @@
+"""Who a question is about: the names a conversation calls its speakers by.
+
+A chat records a display name or user handle ("Emi", "elise") while the people in it call each other by
+their names ("Hey Kate!", "What about you Kate?", "I'm Kate"), and a question asks about "Kate". A
+speaker prior that only knows the speaker field misses every such question (on the REALTALK dev chats,
+35 of 284 questions name a speaker this way), so the names are learnt from the conversation itself:
+
+- "I'm W" / "my name is W" / "call me W" said by S: S is called W;
+- W said as a vocative ("Hey W", "Thanks, W!", "… you W?") by S in a conversation of two speakers: the
+  other one is called W.
+
+A word counts as a name only when a turn opens with a greeting to it ("Hey W!") or one says "my name
+is W", so "Have you been to Hawaii?" never makes Hawaii a person, nor "I'm Italian" an Italian. A name
+is resolved to the speaker it points at in at least two turns and at least twice as often as to anyone
+else or about a third person (an assistant's draft letter "Hi Greg," to the user's mentor, whom the user
+speaks of, makes no alias). Nothing is stored: the turns are
+read from the full-text index at ask time, so deleting them forgets the name too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Iterable
+
+from ..models import Observation
+from ..text import content_words
+
+_WORD = re.compile(r"(?<![\w'])([A-Z][a-z]+)(?![\w])")  # "Kate" in "Kate's"
+_GREETING = r"(?:hey|hi|hello|thanks|thank you|dear|bye|good morning|good night|congrats|welcome)"
+_MIN_TURNS = 2
+_MAX_CANDIDATES = 4  # full-text lookups one ask may spend on words that might be names
+
+
+def _patterns(name: str) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+    w = re.escape(name)
+    greeting = re.compile(rf"^\W*(?i:{_GREETING}\b)[,!]?\s+(?:there,?\s+)?{w}\b|\b(?:[Mm]y name is|[Cc]all me)\s+{w}\b")
+    introduction = re.compile(rf"\b(?:I'm|I’m|I am|[Mm]y name is|[Cc]all me)\s+{w}\b")
+    vocative = re.compile(rf"(?i:\b{_GREETING}\b)[,!]?\s+(?:there,?\s+)?{w}\b|(?:^|,\s*|\byou\s+|\s){w}(?=\s*[!?.,]|\s*$)")
+    return greeting, introduction, vocative
+
+
+def candidate_names(question: str, speakers: Iterable[str]) -> list[str]:
+    """Capitalised words of the question that are not a question word or already a speaker's name."""
+    known = {part.lower() for s in speakers for part in (s, *s.split()[:1])}
+    words = [w for w in _WORD.findall(question) if w.lower() not in known and content_words(w)]
+    return list(dict.fromkeys(words))[:_MAX_CANDIDATES]
+
+
+def resolve(name: str, turns: list[Observation], speakers: list[str]) -> str | None:
+    """The speaker that `turns` (those that say `name`) show is called `name`, or None."""
+    greeting, introduction, vocative = _patterns(name)
+    if not any(greeting.search(o.text) for o in turns):
+        return None
+    votes: Counter[str] = Counter()
+    mentions = 0  # turns that say the name about someone rather than to them
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    for o in turns:
+        if not o.speaker:
+            continue
+        if introduction.search(o.text):
+            votes[o.speaker] += 1
+        elif vocative.search(o.text):
+            others = [s for s in speakers if s != o.speaker]
+            if len(others) == 1:
+                votes[others[0]] += 1
+        elif word.search(o.text):
+            mentions += 1
+    if not votes:
+        return None
+    (best, n), *rest = votes.most_common(2) + [("", 0)]
+    return best if n >= _MIN_TURNS and n >= 2 * max(rest[0][1], mentions) else None
+
+
+def called(question: str, speakers: list[str], turns_saying) -> set[str]:
+    """Speakers the question names by a name the conversation calls them (not their speaker field).
+    `turns_saying(name)` gives the namespace's turns that contain the word."""
+    found = set()
+    for name in candidate_names(question, speakers):
+        speaker = resolve(name, turns_saying(name), speakers)
+        if speaker is not None:
+            found.add(speaker)
+    return found

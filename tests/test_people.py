@@ -1,0 +1,71 @@
+"""Names a conversation calls its speakers by (search/people.py): a chat app records "emi_22" while the
+other person says "Hey Kate!", and the question asks about Kate."""
+
+from __future__ import annotations
+
+import pytest
+
+from compassmem import Memory
+from compassmem.models import Observation
+from compassmem.search.people import candidate_names, resolve
+from compassmem.search.rank import named_participants
+
+CHAT = [
+    {"id": "D1:1", "speaker": "emi_22", "text": "Hi! Sorry, totally forgot to introduce myself, I'm Kate."},
+    {"id": "D1:2", "speaker": "Elise", "text": "Hey Kate! Nice to meet you. I just got back from skiing."},
+    {"id": "D1:3", "speaker": "emi_22", "text": "I love cooking, I take an Italian cooking class every week."},
+    {"id": "D1:4", "speaker": "Elise", "text": "That's so cool Kate! What else do you like?"},
+    {"id": "D1:5", "speaker": "emi_22", "text": "Hiking on weekends, mostly in the mountains."},
+    {"id": "D1:6", "speaker": "Elise", "text": "I go hiking a lot too, my favourite trail is in Zion. What about you Kate?"},
+]
+
+
+def _turns(rows: list[tuple[str, str]]) -> list[Observation]:
+    return [Observation(id=f"t{i}", namespace="n", step=1, seq=i, speaker=s, text=t) for i, (s, t) in enumerate(rows)]
+
+
+@pytest.mark.parametrize("rows, name, speakers, expected", [
+    # addressed by the other speaker, and introduces herself
+    ([("Elise", "Hey Kate!"), ("Elise", "Thank you Kate, I will."), ("emi", "I'm Kate.")], "Kate", ["Elise", "emi"], "emi"),
+    # addressed only: the other of two speakers
+    ([("Ana", "Hello Bella! How are you?"), ("Ana", "Sounds lovely, Bella.")], "Bella", ["Ana", "Bo"], "Bo"),
+    # "my name is" names a person even without a greeting
+    ([("Bo", "My name is Liza, nice to meet you"), ("Ana", "What about you, Liza?")], "Liza", ["Ana", "Bo"], "Bo"),
+    # a place at the end of a question is not a vocative of a person: never greeted
+    ([("Ana", "Have you been to Hawaii?"), ("Bo", "I loved Hawaii.")], "Hawaii", ["Ana", "Bo"], None),
+    # "I'm Italian" does not make a name
+    ([("Ana", "I'm Italian."), ("Ana", "I'm Italian, after all.")], "Italian", ["Ana", "Bo"], None),
+    # an assistant's draft letter greets a third person the user speaks of: no alias
+    ([("Assistant", "Here is a draft:\n\nHi Greg,\n\nI hope you are well."),
+      ("Assistant", "Hi Greg, thanks for the feedback."),
+      ("User", "I sent the letter to Greg yesterday."), ("User", "Greg said it reads well."),
+      ("User", "My follow-up with Greg is on Friday.")], "Greg", ["Assistant", "User"], None),
+    # a vocative in a chat of three cannot say whom it addresses
+    ([("Ana", "Hey Sam!"), ("Bo", "Hi Sam, welcome.")], "Sam", ["Ana", "Bo", "Cy"], None),
+    # said once is not enough
+    ([("Ana", "Hey Sam!")], "Sam", ["Ana", "Bo"], None),
+])
+def test_resolve_a_name_from_how_the_chat_uses_it(rows, name, speakers, expected):
+    assert resolve(name, _turns(rows), speakers) == expected
+
+
+def test_candidates_are_capitalised_words_that_are_not_question_words_or_speakers():
+    assert candidate_names("What are Kate's hobbies?", ["Emi", "elise"]) == ["Kate"]
+    assert candidate_names("When did Elise visit Kate?", ["Emi", "elise"]) == ["Kate"]
+    assert candidate_names("Where does Emi work?", ["Emi", "elise"]) == []
+
+
+def test_a_question_about_the_name_the_chat_uses_lifts_that_speakers_turns(tmp_path):
+    mem = Memory(tmp_path / "m.db", embedder="hash")
+    mem.add(CHAT, namespace="chat", step=1, world_time="8 May 2023")
+    assert named_participants(mem.graph("chat"), "What are Kate's hobbies?") == {"emi_22"}
+    hits = mem.search("What are Kate's hobbies?", namespace="chat", limit=3)
+    said = [o.speaker for h in hits for o in h.observations]
+    assert said and said.count("emi_22") >= said.count("Elise")
+
+
+def test_deleting_the_turns_that_use_a_name_forgets_it(tmp_path):
+    mem = Memory(tmp_path / "m.db", embedder="hash")
+    mem.add(CHAT, namespace="chat", step=1, world_time="8 May 2023")
+    mem.delete(["D1:1", "D1:2", "D1:4", "D1:6"], namespace="chat")
+    assert named_participants(mem.graph("chat"), "What are Kate's hobbies?") == set()
