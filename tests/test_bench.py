@@ -279,6 +279,31 @@ def test_pooled_cross_validation_chooses_one_point_for_every_data_set(tmp_path):
     assert result["data_sets"]["a"]["cross_validated"] == 0.5 and result["data_sets"]["b"]["cross_validated"] == 0.9
 
 
+def test_pooled_by_rank_is_not_outvoted_by_the_data_set_that_moves_most(tmp_path):
+    """Three data sets prefer the first point by a little, one prefers the last by a lot: the macro-average
+    follows the one, the mean rank the three."""
+    import json
+
+    from compassmem.bench.cv import pooled
+    from compassmem.errors import ConfigError
+
+    prefs = {"a": [0.52, 0.51, 0.50], "b": [0.62, 0.61, 0.60], "c": [0.72, 0.71, 0.70], "d": [0.10, 0.20, 0.90]}
+    for name, per_point in prefs.items():
+        out = tmp_path / name
+        out.mkdir()
+        (out / "cv.json").write_text(json.dumps({"grid": {"search.subject_weight": [0, 0.4, 2]}}))
+        for i, v in enumerate(per_point):
+            (out / f"point-{i:03d}.jsonl").write_text("\n".join(json.dumps({"namespace": f"{name}{k}", "recall@1000": v})
+                                                                for k in range(2)))
+    runs = {name: tmp_path / name for name in prefs}
+    assert pooled(runs)["default"]["point"] == {"search.subject_weight": 2}
+    by_rank = pooled(runs, criterion="rank")
+    assert by_rank["default"]["point"] == {"search.subject_weight": 0}
+    assert by_rank["data_sets"]["a"]["cross_validated"] == 0.52
+    with pytest.raises(ConfigError):
+        pooled(runs, criterion="median")
+
+
 def test_narrativeqa_on_whole_documents_reports_answer_recall_and_rouge(tmp_path):
     """bench narrativeqa on a folder of whole documents: every method is scored with ROUGE-L, BLEU-4 and
     answer recall at each budget (there are no gold spans), with paired differences."""

@@ -8,7 +8,7 @@ from compassmem import Memory, Settings
 from compassmem.models import Observation
 from compassmem.search.responder import Reply
 from compassmem.search.extract import ExtractiveResponder, candidates
-from compassmem.search.rank import RankWeights, named_participants, rank_observations
+from compassmem.search.rank import RankWeights, named_participants, rank_observations, subject_of
 from compassmem.store import SQLiteStore
 
 TURNS = [
@@ -38,6 +38,27 @@ def test_participant_weight_lifts_the_named_persons_turns(tmp_path):
     assert {ids[0], ids[1]} == {"D1:2", "D1:4"}
     ids, _ = rank_observations(g, own, "What does Ben do?", [], RankWeights(participant=0.0, event=0, relation=0, kept=0))
     assert ids == g.obs_order  # no signal at all: stable, stream order
+
+
+def test_the_subject_of_a_question_is_what_it_asks_about_without_people_places_or_frame():
+    assert subject_of("What types of sports did Kevin do?") == "sports"
+    assert subject_of("What are Kate's hobbies?") == "hobbies"
+    assert subject_of("What did Caroline paint in Paris last year?") == "paint last year"
+    assert subject_of("Who is Kate?") is None
+
+
+def test_subject_weight_lifts_the_turn_about_the_subject_over_one_that_shares_the_frame(tmp_path):
+    turns = [{"id": "D1:1", "speaker": "Ana", "text": "What types of things did you do, Kevin?"},
+             {"id": "D1:2", "speaker": "Kevin", "text": "Mostly sports: golf on Sunday."},
+             {"id": "D1:3", "speaker": "Ana", "text": "My sister bakes bread every weekend."}]
+    first = {}
+    for weight in (0.0, 3.0):
+        mem = Memory(tmp_path / f"s{weight}.db", embedder="hash",
+                     settings=Settings.load(**{"search.subject_weight": weight, "search.participant_weight": 0.0,
+                                               "search.event_weight": 0.0, "search.relation_weight": 0.0}))
+        mem.add(turns, namespace="n", step=1)
+        first[weight] = mem.ask("What types of sports did Kevin do?", namespace="n").ranking[0]
+    assert first == {0.0: "D1:1", 3.0: "D1:2"}
 
 
 def test_event_weight_carries_an_events_score_to_its_other_turns(tmp_path):

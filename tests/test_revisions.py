@@ -71,11 +71,7 @@ def test_a_present_question_ranks_the_later_statement_first_and_keeps_the_older_
 def test_a_present_question_is_answered_with_the_new_value(revised):
     answers = {case["question"]: revised.ask(case["question"], f"case{k}").answer for k, case in enumerate(CASES)}
     right = [q for q, case in zip(answers, CASES) if case["new"].lower() in answers[q].lower()]
-    # 18 of 22 with the hash embedder, 19 with MiniLM: the offline answerer prefers the later statement
-    # only when it scores within 0.15 of the best clause (wider cost LoCoMo F1, docs/benchmarks.md).
-    # Missed: "How old is Rex?" and "What laptop…?" keep the clause sharing more words with the question
-    # ("three years old", "my laptop is an old ThinkPad"); "When is the meeting?" gets the turn's date
-    assert len(right) >= 18, {q: a for q, a in answers.items() if q not in right}
+    assert right == list(answers), {q: a for q, a in answers.items() if q not in right}
 
 
 def test_without_the_rule_the_older_statement_often_wins(tmp_path):

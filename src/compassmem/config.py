@@ -75,6 +75,7 @@ class SearchSettings(BaseModel):
     max_context_tokens: int = Field(3000, ge=100, description="evidence handed to a baseline's responder (harness)")
     evidence_tokens: int = Field(1000, ge=50, description="the top of the evidence ranking handed to the responder")
     ranking_tokens: int = Field(2000, ge=50, description="how much of the evidence ranking an Answer lists")
+    subject_weight: float = Field(0.4, ge=0, le=5, description="ranking: weight of a turn's cosine to the question's subject alone (its words less people, places and question words: 'sports' in 'What types of sports did Kevin do?'; 0.4: leave-one-conversation-out across LoCoMo, REALTALK, LoCoMo-Plus and BEAM, docs/benchmarks.md)")
     participant_weight: float = Field(0.6, ge=0, le=5, description="ranking: bonus of a turn by a person the question names")
     event_weight: float = Field(1.0, ge=0, le=5, description="ranking: share of the event's score each of its turns gets")
     relation_weight: float = Field(0.2, ge=0, le=5, description="ranking: relevance carried one hop over typed relations")

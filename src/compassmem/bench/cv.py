@@ -130,14 +130,21 @@ def cv_markdown(result: dict) -> str:
     return "\n".join(out)
 
 
-def pooled(runs: dict[str, "Path"], metric: str = "recall@1000") -> dict:
+CRITERIA = ("macro", "rank")
+
+
+def pooled(runs: dict[str, "Path"], metric: str = "recall@1000", criterion: str = "macro") -> dict:
     """One setting for every kind of data: leave-one-conversation-out over several `bench cv` runs of the same
-    grid (one per data set). For each held-out conversation, the point chosen is the one with the best
-    macro-average over the data sets of its score on their other conversations (each kind counts the same,
-    however many questions it has); the held-out rows give each data set's cross-validated figure. The
-    point best on all the data is the default to ship."""
+    grid (one per data set). For each held-out conversation, the point chosen is the one best over the data
+    sets on their other conversations — by the macro-average of the metric (each kind counts the same,
+    however many questions it has), or by its mean rank among the points (`criterion="rank"`: scale-free,
+    so one data set on which a knob moves 8 points does not outvote three on which it moves 1); the
+    held-out rows give each data set's cross-validated figure. The point best on all the data is the
+    default to ship."""
     from pathlib import Path
 
+    if criterion not in CRITERIA:
+        raise ConfigError(f"criterion must be one of {', '.join(CRITERIA)}, not {criterion!r}")
     loaded: dict[str, list[list[dict]]] = {}
     grid_points: list[dict[str, Any]] | None = None
     for name, out in runs.items():
@@ -153,22 +160,34 @@ def pooled(runs: dict[str, "Path"], metric: str = "recall@1000") -> dict:
                         for i in range(len(these))]
     assert grid_points is not None
 
-    def macro(i: int, leave: tuple[str, str] | None) -> float:
-        return mean(_score([r for r in rows[i] if (name, r["namespace"]) != leave], metric)
-                    for name, rows in loaded.items())
+    def value(leave: tuple[str, str] | None) -> list[float]:
+        """Each point's worth over the data sets, the held-out conversation `leave` left out."""
+        scores = {name: [_score([r for r in per if (name, r["namespace"]) != leave], metric) for per in rows]
+                  for name, rows in loaded.items()}
+        if criterion == "macro":
+            return [mean(s[i] for s in scores.values()) for i in range(len(grid_points))]
+        return [-mean(1 + sum(v > s[i] for v in s) + 0.5 * (sum(v == s[i] for v in s) - 1) for s in scores.values())
+                for i in range(len(grid_points))]
 
-    result: dict[str, Any] = {"metric": metric, "points": grid_points, "data_sets": {}}
+    def best_of(values: list[float]) -> int:
+        return max(range(len(values)), key=lambda i: (values[i], -i))
+
+    result: dict[str, Any] = {"metric": metric, "criterion": criterion, "points": grid_points, "data_sets": {}}
     for name, rows in loaded.items():
         held_out, chosen = [], {}
         for ns in sorted({r["namespace"] for r in rows[0]}):
-            best = max(range(len(grid_points)), key=lambda i: (macro(i, (name, ns)), -i))
+            best = best_of(value((name, ns)))
             chosen[ns] = grid_points[best]
             held_out += [r for r in rows[best] if r["namespace"] == ns]
         result["data_sets"][name] = {"chosen_per_heldout": chosen, "cross_validated": round(_score(held_out, metric), 4),
                                      "per_point": [round(_score(r, metric), 4) for r in rows]}
-    best = max(range(len(grid_points)), key=lambda i: (macro(i, None), -i))
-    result["default"] = {"point": grid_points[best], "macro": round(macro(best, None), 4)}
+    everything = value(None)
+    best = best_of(everything)
+    result["default"] = {"point": grid_points[best], criterion: round(everything[best], 4)}
     return result
+
+
+_CRITERION_WORDS = {"macro": "macro-average over the data sets", "rank": "mean rank among the points over the data sets"}
 
 
 def pooled_markdown(result: dict) -> str:
@@ -178,7 +197,7 @@ def pooled_markdown(result: dict) -> str:
     names = list(result["data_sets"])
     labels = [", ".join(f"{k}={v}" for k, v in p.items()) for p in result["points"]]
     out = [f"One setting for all data, leave-one-conversation-out across {', '.join(names)}, chosen by "
-           f"{result['metric']} (macro-average over the data sets).", "",
+           f"{result['metric']} ({_CRITERION_WORDS[result.get('criterion', 'macro')]}).", "",
            "| point | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for i, label in enumerate(labels):
         out.append(f"| {label} | " + " | ".join(pct(result["data_sets"][n]["per_point"][i]) for n in names) + " |")

@@ -219,17 +219,20 @@ def load(out: Path = OutOpt, clients: int = typer.Option(8, "--clients", help="C
 def cv_pool(runs: list[str] = typer.Argument(..., help="NAME=FOLDER of each `bench cv` run (same grid), e.g. "
                                              "locomo=bench-out/cv-locomo realtalk=bench-out/cv-realtalk"),
             out: Path = OutOpt,
-            metric: str = typer.Option("recall@1000", "--metric", help="What is maximised.")) -> None:
+            metric: str = typer.Option("recall@1000", "--metric", help="What is maximised."),
+            criterion: str = typer.Option("macro", "--criterion",
+                                          help="How the data sets are combined: macro (mean of the metric) or rank "
+                                               "(mean rank among the grid's points: scale-free).")) -> None:
     """One setting for every kind of data: leave-one-conversation-out over several `bench cv` runs, each
-    held-out conversation scored with the point best on the macro-average of all the other conversations.
-    Writes cv-pool.json and cv-pool.md."""
+    held-out conversation scored with the point best on all the other conversations (macro-average of the
+    metric, or mean rank). Writes cv-pool.json and cv-pool.md."""
     from ..bench.cv import pooled, pooled_markdown
     from ..errors import ConfigError
 
     pairs = [r.partition("=") for r in runs]
     if any(not sep or not name or not folder for name, sep, folder in pairs):
         raise ConfigError("each run is NAME=FOLDER, e.g. locomo=bench-out/cv-locomo")
-    result = pooled({name: Path(folder) for name, _, folder in pairs}, metric)
+    result = pooled({name: Path(folder) for name, _, folder in pairs}, metric, criterion)
     out.mkdir(parents=True, exist_ok=True)
     command = "compassmem " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     (out / "cv-pool.json").write_text(json.dumps(result, indent=2))

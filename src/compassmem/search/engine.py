@@ -10,6 +10,7 @@ import numpy as np
 
 from ..config import SearchSettings
 from ..embed import CachedEmbedder
+from ..embed.base import dots
 from ..errors import InputError
 from ..llm import LLMClient
 from ..models import Answer, Event, EvidenceItem, Observation, ObservationHit, SearchHit, SubgoalState, Usage
@@ -19,7 +20,7 @@ from .graph import GraphView, approx_tokens
 from .localize import Candidate, OfflineStartSelector, StartSelector, candidates_for
 from .planner import OfflinePlanner, Planner
 from .refine import gap_query
-from .rank import RankWeights, rank_observations
+from .rank import RankWeights, rank_observations, subject_of
 from .responder import Responder, evidence_line, evidence_lines
 
 _OFFLINE_SELECTOR = OfflineStartSelector()
@@ -218,6 +219,9 @@ class SearchEngine:
             return [], np.zeros(0)
         qv = self.embedder.embed([query])[0] if qv is None else qv
         own = graph.observation_scores(qv, [query])[:, 0]
+        subject = subject_of(query) if s.subject_weight and graph.obs_matrix is not None else None
+        if subject:
+            own = own + s.subject_weight * dots(graph.obs_matrix, self.embedder.embed([subject]))[:, 0]
         return rank_observations(graph, own, query, kept or [], RankWeights(
             s.participant_weight, s.event_weight, s.relation_weight if s.use_relations else 0.0, s.kept_weight,
             s.newer_window, s.newer_margin),

@@ -82,6 +82,12 @@ def candidates(observations: list[Observation]) -> list[Clause]:
     return out
 
 
+# "When is the meeting?" asks for a time the evidence states ("on Thursdays at 10"), not a turn's date
+SCHEDULE_Q = re.compile(r"^\s*(?:when|what time)\s+(?:is|are|does|do|will)\b", re.I)
+SCHEDULE = re.compile(r"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days|every\s+(?:day|week|month|morning|evening|night|\w+day)|"
+                      r"at\s+\d{1,2}(?::\d\d)?\s*(?:am|pm)?|\d{1,2}(?::\d\d)?\s*(?:am|pm))\b", re.I)
+
+
 class ExtractiveResponder:
     """The offline Responder: scores clauses by their turn's meaning, shared words and who said them.
 
@@ -117,6 +123,10 @@ class ExtractiveResponder:
             return Reply("Not stated in memory; it was only asked about" + (f" on {fmt(day)}." if day else "."), "none")
         score = self._score(question, pool)
         if WHEN.match(question):
+            if SCHEDULE_Q.match(question):  # "When is the meeting?": the stated time, the newest one
+                best = self._current(question, pool, score)
+                if SCHEDULE.search(pool[best].text):
+                    return Reply(pool[best].text, "span")
             return self._when(pool, score)
         best = self._current(question, pool, score)
         if WHO_WHERE.match(question):
@@ -126,14 +136,18 @@ class ExtractiveResponder:
 
     @staticmethod
     def _current(question: str, pool: list[Clause], score: np.ndarray, near: float = 0.15) -> int:
-        """The best clause, or for a question about the present the latest strong clause of the same
-        speaker that states a change ("I drive a Tesla now" over "I drive a red Toyota"): newer facts
-        win, as in the ranking (search/current.py)."""
+        """The best clause, or for a question about the present the latest clause of the same speaker that
+        states a change ("I drive a Tesla now" over "I drive a red Toyota"): newer facts win, as in the
+        ranking (search/current.py). A later clause counts when it scores within `near` of the best, or
+        whatever it scores when it restates the best one (two of its content words): "Rex turned four now"
+        shares fewer words with "How old is Rex?" than "Rex is three years old" does."""
         best = int(np.argmax(score))
         top = pool[best].source
         if not about_the_present(question) or not speaks_for_self(top.speaker):
             return best
-        later = [i for i in range(len(pool)) if score[i] >= score[best] - near and pool[i].source.speaker == top.speaker
+        said = set(content_words(pool[best].text))
+        later = [i for i in range(len(pool)) if pool[i].source.speaker == top.speaker
+                 and (score[i] >= score[best] - near or len(said & set(content_words(pool[i].text))) >= 2)
                  and (pool[i].source.step, pool[i].source.seq) > (top.step, top.seq)
                  and states_change(pool[i].text, question, pool[best].text)]
         return max(later, key=lambda i: (pool[i].source.step, pool[i].source.seq, score[i])) if later else best

@@ -4,6 +4,7 @@ answerer, using what the graph knows beyond one turn's similarity.
 Score of an observation o in event e:
 
     own(o)   = similarity to the question (embedding + BM25, GraphView.observation_scores)
+             + subject_weight · cosine(o, the question's subject)  (search/engine.py, subject_of below)
              + participant_weight · [o's speaker is named in the question]
     event(e) = max own(o) over e's observations
              + relation_weight · mean over e's typed neighbours of max(event, 0)
@@ -13,6 +14,9 @@ Score of an observation o in event e:
 Why each term (measured in docs/benchmarks.md, chosen by leave-one-conversation-out):
 - an event is a unit of meaning: a turn inside a relevant event is likely evidence even when it shares
   no words with the question (the answer is often the reply, not the turn that repeats the question);
+- a question's embedding is dominated by its frame and its people ("What types of sports did Kevin
+  do?"); the turns that answer it speak of instances of its subject ("I hit the golf course"), which
+  meet the subject alone ("sports") better than the whole question;
 - a question about a person is answered by what that person said or did (the event's participants);
 - typed relations carry relevance one hop along the graph (the second hop of a multi-hop question);
 - events the explorers kept are the active search's own judgement;
@@ -27,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..text import content_words
 from .current import newer_first
 from .graph import GraphView
 from .people import called
@@ -40,6 +45,24 @@ class RankWeights:
     kept: float = 0.1
     newer_window: int = 0  # newer facts first (search/current.py): rows considered, 0 = off
     newer_margin: float = 0.0
+
+
+_WORD = re.compile(r"[A-Za-z][\w'’-]*")
+# words that frame a question without saying what it is about ("what types of sports")
+_FRAME = {"type", "types", "kind", "kinds", "sort", "sorts", "thing", "things"}
+
+
+def subject_of(question: str) -> str | None:
+    """What a question asks about: its words less question and function words, the frame words above, and
+    capitalised words (people, places: the question's own embedding and BM25 carry those). None when
+    nothing is left."""
+    words = []
+    for w in _WORD.findall(question):
+        w = re.sub(r"['’]s$", "", w)
+        if w[:1].isupper() or w.lower() in _FRAME or not content_words(w):
+            continue
+        words.append(w)
+    return " ".join(words) or None
 
 
 def named_participants(graph: GraphView, question: str) -> set[str]:
