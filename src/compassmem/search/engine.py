@@ -139,8 +139,9 @@ class SearchEngine:
         subgoals = roles.planner.plan(question, s.max_subgoals) if s.use_planner else [question]
         subgoals = subgoals or [question]
         texts = [question, *subgoals]
-        vectors = self.embedder.embed(texts)  # one model run for all of them: a run costs ~4 ms here, texts little
-        qv, sv = vectors[0], vectors[1:]
+        subject = subject_of(question) if s.subject_weight else None  # embedded now, read from the cache by rank
+        vectors = self.embedder.embed(texts + ([subject] if subject else []))  # one model run: ~4 ms here, texts little
+        qv, sv = vectors[0], vectors[1:len(texts)]
         graphs = [view_of(src, texts, vectors) for src in sources]
         searched = [w for w in (self._search_one(g, question, subgoals, qv, sv, usage) for g in graphs)
                     if w is not None]
