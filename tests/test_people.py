@@ -8,7 +8,7 @@ import pytest
 from compassmem import Memory
 from compassmem.models import Observation
 from compassmem.search.people import candidate_names, resolve
-from compassmem.search.rank import named_participants
+from compassmem.search.rank import asker, named_participants
 
 CHAT = [
     {"id": "D1:1", "speaker": "emi_22", "text": "Hi! Sorry, totally forgot to introduce myself, I'm Kate."},
@@ -69,3 +69,14 @@ def test_deleting_the_turns_that_use_a_name_forgets_it(tmp_path):
     mem.add(CHAT, namespace="chat", step=1, world_time="8 May 2023")
     mem.delete(["D1:1", "D1:2", "D1:4", "D1:6"], namespace="chat")
     assert named_participants(mem.graph("chat"), "What are Kate's hobbies?") == set()
+
+
+@pytest.mark.parametrize("question, speakers, expected", [
+    ("How many commits have I merged?", ["Assistant", "User"], {"User"}),
+    ("What is my sister's name?", ["assistant", "ana"], {"ana"}),
+    ("How many commits were merged?", ["Assistant", "User"], set()),  # not in the first person
+    ("What did I tell you?", ["Ana", "Bo"], set()),  # two people: "I" could be either
+    ("What do I like?", ["User"], set()),  # nobody else: a prior would lift every turn alike
+])
+def test_a_first_person_question_is_about_the_one_person_talking_to_an_assistant(question, speakers, expected):
+    assert asker(question, speakers) == expected

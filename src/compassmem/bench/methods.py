@@ -17,12 +17,14 @@ from ..embed import CachedEmbedder, dots
 from ..memory import Memory
 from ..models import Observation, Usage
 from ..search.graph import approx_tokens
+from ..search.people import called
 from ..text import content_words
 from ..search.presets import PRESETS
+from ..search.rank import asker
 from ..search.responder import Responder, evidence_lines
 
-BASELINES = ("full_context", "rag512", "dense_turns", "bm25_turns", "hybrid_turns", "hybrid_speaker")
-TURN_BASELINES = ("dense_turns", "bm25_turns", "hybrid_turns", "hybrid_speaker")  # accept ":K", e.g. bm25_turns:30
+BASELINES = ("full_context", "rag512", "dense_turns", "bm25_turns", "hybrid_turns", "hybrid_speaker", "hybrid_people")
+TURN_BASELINES = ("dense_turns", "bm25_turns", "hybrid_turns", "hybrid_speaker", "hybrid_people")  # accept ":K", e.g. bm25_turns:30
 # the search's named variants (search/presets.py), and one of construction: fixed ~100-token chunks
 ABLATIONS = (*(name for name in PRESETS if name != "compassmem"), "chunks100")
 ALL_METHODS = ("compassmem", *BASELINES, *ABLATIONS)
@@ -204,12 +206,14 @@ def named_speakers(question: str, speakers: list[str]) -> list[str]:
 class HybridTurns(_Answering):
     """The retriever a LangChain or Graphiti user would build: RRF (k = 60) of the BM25 and the dense turn
     rankings; with `speaker`, one more list — the turns said by a person the question names, in the
-    fused order."""
+    fused order; with `people`, a person is also named the ways CompassMem's ranking knows (a name the
+    chat calls a speaker by, "my" said to an assistant: search/people.py, rank.asker), so what those
+    rules win is not counted as the graph's."""
 
     def __init__(self, memory: Memory, responder: Responder, embedder: CachedEmbedder, k: int, max_tokens: int,
-                 name: str = "hybrid_turns", speaker: bool = False) -> None:
+                 name: str = "hybrid_turns", speaker: bool = False, people: bool = False) -> None:
         super().__init__(name, memory, responder, max_tokens)
-        self.k, self.speaker = k, speaker
+        self.k, self.speaker, self.people = k, speaker, people
         self.dense = DenseTurns(memory, responder, embedder, k, max_tokens)
         self.bm25 = BM25Turns(memory, responder, k, max_tokens)
 
@@ -218,7 +222,12 @@ class HybridTurns(_Answering):
         lists = [self.bm25.rank(namespace, question), self.dense.rank(namespace, question)]
         fused = rrf(lists)
         if self.speaker:
-            named = set(named_speakers(question, self.memory.store.speakers(namespace)))
+            store = self.memory.store
+            speakers = store.speakers(namespace)
+            named = set(named_speakers(question, speakers))
+            if self.people:
+                named |= asker(question, speakers) | called(
+                    question, speakers, lambda w: store.get_observations(namespace, [o for o, _ in store.lexical_search(namespace, w, 200)]))
             if named:
                 fused = rrf([*lists, [o for o in fused if o.speaker in named]])
         return self.respond(question, fused[:RANKING_DEPTH], t0, hand=self.k)

@@ -141,9 +141,9 @@ def run_benchmark(cfg: BenchConfig, progress: Progress | None = None) -> dict:
             methods.append(DenseTurns(main, responder, main.embedder, k, cfg.settings.search.max_context_tokens, name))
         elif base == "bm25_turns":
             methods.append(BM25Turns(main, responder, k, cfg.settings.search.max_context_tokens, name))
-        elif base in ("hybrid_turns", "hybrid_speaker"):
+        elif base in ("hybrid_turns", "hybrid_speaker", "hybrid_people"):
             methods.append(HybridTurns(main, responder, main.embedder, k, cfg.settings.search.max_context_tokens, name,
-                                       speaker=base == "hybrid_speaker"))
+                                       speaker=base != "hybrid_turns", people=base == "hybrid_people"))
     failed: list[dict] = []
     rows = answer_rows(cfg, ds, main, methods, cfg.out / "results.jsonl", progress, failed)
     timings_path = cfg.out / "construction.json"

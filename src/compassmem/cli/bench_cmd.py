@@ -23,6 +23,7 @@ err = Console(stderr=True)
 
 METHODS_HELP = ("Comma-separated methods (default all): compassmem, full_context, rag512, dense_turns, bm25_turns, "
                 "hybrid_turns (RRF of BM25 and dense turns), hybrid_speaker (+ the turns of a person the question names), "
+                "hybrid_people (+ the names a chat uses, and 'my' said to an assistant), "
                 "no_topics, no_relations, no_refinement, no_planner, no_newer_first, chunks100, compassmem_graph (with --llm: the "
                 "offline search, the model only answers)")
 
