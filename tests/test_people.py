@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from compassmem import Memory
-from compassmem.models import Observation
 from compassmem.search.people import candidate_names, resolve
 from compassmem.search.rank import asker, named_participants
 
@@ -18,10 +17,6 @@ CHAT = [
     {"id": "D1:5", "speaker": "emi_22", "text": "Hiking on weekends, mostly in the mountains."},
     {"id": "D1:6", "speaker": "Elise", "text": "I go hiking a lot too, my favourite trail is in Zion. What about you Kate?"},
 ]
-
-
-def _turns(rows: list[tuple[str, str]]) -> list[Observation]:
-    return [Observation(id=f"t{i}", namespace="n", step=1, seq=i, speaker=s, text=t) for i, (s, t) in enumerate(rows)]
 
 
 @pytest.mark.parametrize("rows, name, speakers, expected", [
@@ -46,7 +41,7 @@ def _turns(rows: list[tuple[str, str]]) -> list[Observation]:
     ([("Ana", "Hey Sam!")], "Sam", ["Ana", "Bo"], None),
 ])
 def test_resolve_a_name_from_how_the_chat_uses_it(rows, name, speakers, expected):
-    assert resolve(name, _turns(rows), speakers) == expected
+    assert resolve(name, rows, speakers) == expected
 
 
 def test_candidates_are_capitalised_words_that_are_not_question_words_or_speakers():

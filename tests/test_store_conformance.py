@@ -65,6 +65,15 @@ def test_observation_roundtrip_and_order(store):
     assert [o.id for o in store.get_observations("a", ["D2:1", "D1:0", "missing"])] == ["D1:0", "D2:1"]
 
 
+def test_utterances_are_who_said_what_of_the_ids_asked(store):
+    store.ensure_namespace("a")
+    store.add_observations(_obs())
+    store.ensure_namespace("b")
+    store.add_observations(_obs("b"))
+    assert sorted(store.utterances("a", ["D1:2", "missing", "D1:0", "D1:0"])) == [("X", "turn 0"), ("X", "turn 2")]
+    assert store.utterances("a", []) == []
+
+
 def test_observation_vectors_by_id(store):
     store.ensure_namespace("a")
     vecs = np.stack([_vec(i) for i in range(3)])

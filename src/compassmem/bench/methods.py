@@ -227,7 +227,7 @@ class HybridTurns(_Answering):
             named = set(named_speakers(question, speakers))
             if self.people:
                 named |= asker(question, speakers) | called(
-                    question, speakers, lambda w: store.get_observations(namespace, [o for o, _ in store.lexical_search(namespace, w, 200)]))
+                    question, speakers, lambda w: store.utterances(namespace, [o for o, _ in store.lexical_search(namespace, w, 60)]))
             if named:
                 fused = rrf([*lists, [o for o in fused if o.speaker in named]])
         return self.respond(question, fused[:RANKING_DEPTH], t0, hand=self.k)

@@ -189,12 +189,12 @@ class GraphView:
                               else sorted({o.speaker for o in self.observations.values() if o.speaker}))
         return self._speakers
 
-    def turns_saying(self, word: str, limit: int = 200) -> list[Observation]:
-        """The namespace's turns that contain `word` (its full-text index; the loaded ones without a store)."""
+    def turns_saying(self, word: str, limit: int = 60) -> list[tuple[str | None, str]]:
+        """(speaker, text) of the namespace's turns that contain `word`, the best `limit` by BM25 (short
+        turns that say it first: where a name is said to someone); the loaded ones without a store."""
         if self.store is None:
-            return [o for o in self.observations.values() if word.lower() in o.text.lower()]
-        hits = self.store.lexical_search(self.namespace, word, limit)
-        return self.store.get_observations(self.namespace, [oid for oid, _ in hits])
+            return [(o.speaker, o.text) for o in self.observations.values() if word.lower() in o.text.lower()][:limit]
+        return self.store.utterances(self.namespace, [oid for oid, _ in self.store.lexical_search(self.namespace, word, limit)])
 
     def speaker_mask(self, names: set[str]) -> np.ndarray:
         """1.0 for the observations (in obs_order) spoken by one of `names`."""

@@ -23,7 +23,6 @@ import re
 from collections import Counter
 from typing import Iterable
 
-from ..models import Observation
 from ..text import content_words
 
 _WORD = re.compile(r"(?<![\w'])([A-Z][a-z]+)(?![\w])")  # "Kate" in "Kate's"
@@ -47,24 +46,24 @@ def candidate_names(question: str, speakers: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(words))[:_MAX_CANDIDATES]
 
 
-def resolve(name: str, turns: list[Observation], speakers: list[str]) -> str | None:
-    """The speaker that `turns` (those that say `name`) show is called `name`, or None."""
+def resolve(name: str, turns: list[tuple[str | None, str]], speakers: list[str]) -> str | None:
+    """The speaker that `turns` ((speaker, text) of those that say `name`) show is called `name`, or None."""
     greeting, introduction, vocative = _patterns(name)
-    if not any(greeting.search(o.text) for o in turns):
+    if not any(greeting.search(text) for _, text in turns):
         return None
     votes: Counter[str] = Counter()
     mentions = 0  # turns that say the name about someone rather than to them
     word = re.compile(rf"\b{re.escape(name)}\b")
-    for o in turns:
-        if not o.speaker:
+    for speaker, text in turns:
+        if not speaker:
             continue
-        if introduction.search(o.text):
-            votes[o.speaker] += 1
-        elif vocative.search(o.text):
-            others = [s for s in speakers if s != o.speaker]
+        if introduction.search(text):
+            votes[speaker] += 1
+        elif vocative.search(text):
+            others = [s for s in speakers if s != speaker]
             if len(others) == 1:
                 votes[others[0]] += 1
-        elif word.search(o.text):
+        elif word.search(text):
             mentions += 1
     if not votes:
         return None
@@ -74,7 +73,7 @@ def resolve(name: str, turns: list[Observation], speakers: list[str]) -> str | N
 
 def called(question: str, speakers: list[str], turns_saying) -> set[str]:
     """Speakers the question names by a name the conversation calls them (not their speaker field).
-    `turns_saying(name)` gives the namespace's turns that contain the word."""
+    `turns_saying(name)` gives (speaker, text) of the namespace's turns that contain the word."""
     found = set()
     for name in candidate_names(question, speakers):
         speaker = resolve(name, turns_saying(name), speakers)
