@@ -52,6 +52,14 @@ def _says_change(text: str, words: set[str], need: int) -> bool:
     return any(REVISION.search(x) and len(set(index_terms(x)) & words) >= need for x in sentences(text))
 
 
+def _restates(later: str, earlier: str) -> bool:
+    """The later turn says again a third of what the earlier one said (its content words): the same
+    statement with a new value, however much lower it scores ("Rex turned four now and still loves the
+    park" after "My dog Rex is three years old and loves the park"). A long turn rarely shares a third."""
+    said = set(index_terms(earlier))
+    return bool(said) and 3 * len(said & set(index_terms(later))) >= len(said)
+
+
 def about_the_present(question: str) -> bool:
     """False for questions about the past or about how something started, whose answer is not the latest."""
     return not PAST.search(question)
@@ -76,7 +84,8 @@ def newer_first(graph: GraphView, question: str, order: np.ndarray, score: np.nd
             continue
         best = None
         for j, p in enumerate(obs):
-            if (j != i and when[j] < when[i] and score[top[i]] <= score[top[j]] <= score[top[i]] + margin
+            if (j != i and when[j] < when[i] and score[top[i]] <= score[top[j]]
+                    and (score[top[j]] <= score[top[i]] + margin or _restates(o.text, p.text))
                     and p.speaker == o.speaker and len(shared[i] & shared[j]) >= need
                     and (best is None or score[top[j]] > score[top[best]])):
                 best = j

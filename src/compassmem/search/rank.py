@@ -18,7 +18,8 @@ Why each term (measured in docs/benchmarks.md, chosen by leave-one-conversation-
   do?"); the turns that answer it speak of instances of its subject ("I hit the golf course"), which
   meet the subject alone ("sports") better than the whole question;
 - a question about a person is answered by what that person said or did (the event's participants);
-- typed relations carry relevance one hop along the graph (the second hop of a multi-hop question);
+- typed relations carry relevance one hop along the graph (the second hop of a multi-hop question) —
+  the idea; measured, the offline relations do not earn it, and the default weight is 0 (docs/benchmarks.md);
 - events the explorers kept are the active search's own judgement;
 - for a question about the present, a later restatement of the same thing by the same person outranks
   the earlier one (search/current.py: newer facts first, the older one stays as history).
@@ -41,7 +42,7 @@ from .people import called
 class RankWeights:
     participant: float = 0.3
     event: float = 0.5
-    relation: float = 0.2
+    relation: float = 0.0
     kept: float = 0.1
     newer_window: int = 0  # newer facts first (search/current.py): rows considered, 0 = off
     newer_margin: float = 0.0
