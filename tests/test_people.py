@@ -75,3 +75,25 @@ def test_deleting_the_turns_that_use_a_name_forgets_it(tmp_path):
 ])
 def test_a_first_person_question_is_about_the_one_person_talking_to_an_assistant(question, speakers, expected):
     assert asker(question, speakers) == expected
+
+
+def test_the_answerer_reads_whose_lines_are_kates_and_the_answer_keeps_the_speaker_field(tmp_path):
+    from compassmem.search.responder import Reply
+
+    seen: list[str | None] = []
+
+    class Recorder:  # stands in for the LLM responder: what would its prompt's speakers be?
+        def respond(self, question, events, observations, max_tokens):
+            seen.extend(o.speaker for o in observations)
+            return Reply("cooking and hiking", "generated")
+
+    mem = Memory(tmp_path / "m.db", embedder="hash")
+    mem.add(CHAT, namespace="chat", step=1, world_time="8 May 2023")
+    mem.engine.roles.responder = Recorder()
+    answer = mem.ask("What are Kate's hobbies?", namespace="chat")
+    assert "emi_22 (Kate)" in seen and "emi_22" not in seen and "Elise" in seen
+    handed = [o for item in answer.evidence for o in item.observation_ids]
+    assert {mem.store.get_observations("chat", handed)[0].speaker} <= {"emi_22", "Elise"}
+    seen.clear()
+    mem.ask("What does Elise like?", namespace="chat")
+    assert "emi_22" in seen  # no other name in the question: speakers as stored

@@ -226,8 +226,8 @@ class HybridTurns(_Answering):
             speakers = store.speakers(namespace)
             named = set(named_speakers(question, speakers))
             if self.people:
-                named |= asker(question, speakers) | called(
-                    question, speakers, lambda w: store.utterances(namespace, [o for o, _ in store.lexical_search(namespace, w, 60)]))
+                named |= asker(question, speakers) | set(called(
+                    question, speakers, lambda w: store.utterances(namespace, [o for o, _ in store.lexical_search(namespace, w, 60)])).values())
             if named:
                 fused = rrf([*lists, [o for o in fused if o.speaker in named]])
         return self.respond(question, fused[:RANKING_DEPTH], t0, hand=self.k)

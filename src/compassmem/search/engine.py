@@ -20,6 +20,7 @@ from .graph import GraphView, approx_tokens
 from .localize import Candidate, OfflineStartSelector, StartSelector, candidates_for
 from .planner import OfflinePlanner, Planner
 from .refine import gap_query
+from .people import as_called
 from .rank import RankWeights, rank_observations, subject_of
 from .responder import Responder, evidence_line, evidence_lines
 
@@ -159,7 +160,8 @@ class SearchEngine:
         else:  # step numbers of different namespaces do not compare; dates do
             handed = sorted(ranked[:n_handed], key=lambda go: (go[1].date or "", go[1].step, go[1].seq))
         events = self._events_of(ranked[:n_handed])
-        reply = roles.responder.respond(question, [e for _, e in events], [o for _, o in handed], s.evidence_tokens)
+        shown = [as_called(o, g.called(question)) for g, o in handed]
+        reply = roles.responder.respond(question, [e for _, e in events], shown, s.evidence_tokens)
         handed_ids = {(g.namespace, o.id) for g, o in handed}
         kept = {(w.graph.namespace, e): goals for w in searched for e, goals in w.frontier.kept_subgoals.items()}
         first = searched[0]

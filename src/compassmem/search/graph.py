@@ -17,6 +17,7 @@ from ..models import REVISION_TYPES, Event, Observation, Topic
 from ..store import Store
 from ..store.base import require_namespace
 from ..text import index_terms
+from .people import called
 
 
 _LOCK = threading.Lock()  # the per-text score and BM25 memos, shared by explorer threads
@@ -102,6 +103,7 @@ class GraphView:
         self._owner: dict[str, str] = {}
         self._score_memo: dict[str, np.ndarray] = {}
         self._lexical: dict[tuple[str, ...], list[tuple[str, float]]] = {}
+        self._called: dict[str, dict[str, str]] = {}
 
     def remember_lexical(self, hits: dict[tuple[str, ...], list[tuple[str, float]]]) -> None:
         """BM25 hits already read for these index terms (retrieval's), so scoring does not ask again."""
@@ -188,6 +190,17 @@ class GraphView:
             self._speakers = (self.store.speakers(self.namespace) if self.store is not None
                               else sorted({o.speaker for o in self.observations.values() if o.speaker}))
         return self._speakers
+
+    def called(self, question: str) -> dict[str, str]:
+        """The names the question uses for this namespace's speakers other than their speaker field
+        (search/people.py), name → speaker; worked out once per question (ranking and answering ask)."""
+        with _LOCK:
+            known = self._called.get(question)
+        if known is None:
+            known = called(question, self.speakers(), self.turns_saying)
+            with _LOCK:
+                self._called[question] = known
+        return known
 
     def turns_saying(self, word: str, limit: int = 60) -> list[tuple[str | None, str]]:
         """(speaker, text) of the namespace's turns that contain `word`, the best `limit` by BM25 (short

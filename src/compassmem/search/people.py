@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from typing import Iterable
 
+from ..models import Observation
 from ..text import content_words
 
 _WORD = re.compile(r"(?<![\w'])([A-Z][a-z]+)(?![\w])")  # "Kate" in "Kate's"
@@ -71,12 +72,22 @@ def resolve(name: str, turns: list[tuple[str | None, str]], speakers: list[str])
     return best if n >= _MIN_TURNS and n >= 2 * max(rest[0][1], mentions) else None
 
 
-def called(question: str, speakers: list[str], turns_saying) -> set[str]:
-    """Speakers the question names by a name the conversation calls them (not their speaker field).
+def called(question: str, speakers: list[str], turns_saying) -> dict[str, str]:
+    """The names the question uses for speakers that are not their speaker field: name → speaker.
     `turns_saying(name)` gives (speaker, text) of the namespace's turns that contain the word."""
-    found = set()
+    found: dict[str, str] = {}
     for name in candidate_names(question, speakers):
         speaker = resolve(name, turns_saying(name), speakers)
         if speaker is not None:
-            found.add(speaker)
+            found[name] = speaker
     return found
+
+
+def as_called(o: Observation, names: dict[str, str]) -> Observation:
+    """An evidence turn as the answerer reads it: a speaker the question calls by another name is shown
+    with it ("emi_22 (Kate)"), so a model asked about Kate knows whose lines are Kate's. The stored turn
+    and the Answer's evidence keep the speaker field."""
+    for name, speaker in names.items():
+        if o.speaker == speaker:
+            return o.model_copy(update={"speaker": f"{speaker} ({name})"})
+    return o

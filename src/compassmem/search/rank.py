@@ -35,7 +35,6 @@ import numpy as np
 from ..text import content_words
 from .current import newer_first, speaks_for_self
 from .graph import GraphView
-from .people import called
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,7 @@ def named_participants(graph: GraphView, question: str) -> set[str]:
         parts = [name, *name.split()[:1]]
         if any(re.search(rf"(?<![\w]){re.escape(p)}(?![\w])", question, re.I) for p in parts if len(p) > 1):
             found.add(name)
-    return found | called(question, speakers, graph.turns_saying) | asker(question, speakers)
+    return found | set(graph.called(question).values()) | asker(question, speakers)
 
 
 def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: list[str],
