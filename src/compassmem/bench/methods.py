@@ -17,7 +17,7 @@ from ..embed import CachedEmbedder, dots
 from ..memory import Memory
 from ..models import Observation, Usage
 from ..search.graph import approx_tokens
-from ..search.people import called
+from ..search.people import called, turns_saying
 from ..text import content_words
 from ..search.presets import PRESETS
 from ..search.rank import asker
@@ -227,7 +227,7 @@ class HybridTurns(_Answering):
             named = set(named_speakers(question, speakers))
             if self.people:
                 named |= asker(question, speakers) | set(called(
-                    question, speakers, lambda w: store.utterances(namespace, [o for o, _ in store.lexical_search(namespace, w, 60)])).values())
+                    question, speakers, lambda word: turns_saying(store, namespace, word)).values())
             if named:
                 fused = rrf([*lists, [o for o in fused if o.speaker in named]])
         return self.respond(question, fused[:RANKING_DEPTH], t0, hand=self.k)

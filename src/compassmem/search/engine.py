@@ -140,9 +140,8 @@ class SearchEngine:
         subgoals = roles.planner.plan(question, s.max_subgoals) if s.use_planner else [question]
         subgoals = subgoals or [question]
         texts = [question, *subgoals]
-        subject = subject_of(question) if s.subject_weight else None  # embedded now, read from the cache by rank
-        vectors = self.embedder.embed(texts + ([subject] if subject else []))  # one model run: ~4 ms here, texts little
-        qv, sv = vectors[0], vectors[1:len(texts)]
+        vectors = self._embed_with_subject(question, texts)
+        qv, sv = vectors[0], vectors[1:]
         graphs = [view_of(src, texts, vectors) for src in sources]
         searched = [w for w in (self._search_one(g, question, subgoals, qv, sv, usage) for g in graphs)
                     if w is not None]
@@ -214,6 +213,12 @@ class SearchEngine:
         ranking, scores = self.rank(graph, question, qv, list(frontier.kept))
         return _Searched(graph, frontier, list(starts), refined, ranking, scores)
 
+    def _embed_with_subject(self, question: str, texts: list[str]) -> np.ndarray:
+        """The vectors of `texts`, in one model run with the question's subject (~4 ms a run here, the
+        texts little): rank reads the subject's vector from the embedding cache."""
+        subject = subject_of(question) if self.settings.subject_weight else None
+        return self.embedder.embed(texts + ([subject] if subject else []))[: len(texts)]
+
     def rank(self, graph: GraphView, query: str, qv: np.ndarray | None = None,
              kept: list[str] | None = None) -> tuple[list[str], np.ndarray]:
         """The evidence ranking (search/rank.py) of a query: observation ids best first and their scores."""
@@ -234,7 +239,7 @@ class SearchEngine:
         """Events ranked for a query, each with its matching observations and their scores: the graph's
         ranking without exploration or answering, so it makes no model call in any mode."""
         query = check_question(query, self.settings)
-        qv = self.embedder.embed([query])[0]
+        qv = self._embed_with_subject(query, [query])[0]
         graph = view_of(source, [query], qv[None])
         ids, scores = self.rank(graph, query, qv)
         hits: dict[str, SearchHit] = {}

@@ -17,7 +17,7 @@ from ..models import REVISION_TYPES, Event, Observation, Topic
 from ..store import Store
 from ..store.base import require_namespace
 from ..text import index_terms
-from .people import called
+from .people import TURNS_READ, called, turns_saying
 
 
 _LOCK = threading.Lock()  # the per-text score and BM25 memos, shared by explorer threads
@@ -202,12 +202,12 @@ class GraphView:
                 self._called[question] = known
         return known
 
-    def turns_saying(self, word: str, limit: int = 60) -> list[tuple[str | None, str]]:
-        """(speaker, text) of the namespace's turns that contain `word`, the best `limit` by BM25 (short
-        turns that say it first: where a name is said to someone); the loaded ones without a store."""
+    def turns_saying(self, word: str) -> list[tuple[str | None, str]]:
+        """(speaker, text) of the namespace's turns that contain `word` (search/people.py); the loaded ones
+        without a store."""
         if self.store is None:
-            return [(o.speaker, o.text) for o in self.observations.values() if word.lower() in o.text.lower()][:limit]
-        return self.store.utterances(self.namespace, [oid for oid, _ in self.store.lexical_search(self.namespace, word, limit)])
+            return [(o.speaker, o.text) for o in self.observations.values() if word.lower() in o.text.lower()][:TURNS_READ]
+        return turns_saying(self.store, self.namespace, word)
 
     def speaker_mask(self, names: set[str]) -> np.ndarray:
         """1.0 for the observations (in obs_order) spoken by one of `names`."""

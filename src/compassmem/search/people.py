@@ -13,23 +13,33 @@ A word counts as a name only when a turn opens with a greeting to it ("Hey W!") 
 is W", so "Have you been to Hawaii?" never makes Hawaii a person, nor "I'm Italian" an Italian. A name
 is resolved to the speaker it points at in at least two turns and at least twice as often as to anyone
 else or about a third person (an assistant's draft letter "Hi Greg," to the user's mentor, whom the user
-speaks of, makes no alias). Nothing is stored: the turns are
-read from the full-text index at ask time, so deleting them forgets the name too.
+speaks of, makes no alias). Nothing is stored: the turns are read from the full-text index at ask time,
+so deleting them forgets the name too.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from ..models import Observation
 from ..text import content_words
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 _WORD = re.compile(r"(?<![\w'])([A-Z][a-z]+)(?![\w])")  # "Kate" in "Kate's"
 _GREETING = r"(?:hey|hi|hello|thanks|thank you|dear|bye|good morning|good night|congrats|welcome)"
 _MIN_TURNS = 2
 _MAX_CANDIDATES = 4  # full-text lookups one ask may spend on words that might be names
+TURNS_READ = 60  # turns read per possible name: the best by BM25, short turns that say it first
+
+
+def turns_saying(store: "Store", namespace: str, word: str) -> list[tuple[str | None, str]]:
+    """(speaker, text) of the namespace's turns that contain `word`, the best TURNS_READ by BM25 (short
+    turns that say it first: where a name is said to someone), nothing else decoded."""
+    return store.utterances(namespace, [oid for oid, _ in store.lexical_search(namespace, word, TURNS_READ)])
 
 
 def _patterns(name: str) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
@@ -72,12 +82,12 @@ def resolve(name: str, turns: list[tuple[str | None, str]], speakers: list[str])
     return best if n >= _MIN_TURNS and n >= 2 * max(rest[0][1], mentions) else None
 
 
-def called(question: str, speakers: list[str], turns_saying) -> dict[str, str]:
+def called(question: str, speakers: list[str], read_turns) -> dict[str, str]:
     """The names the question uses for speakers that are not their speaker field: name → speaker.
-    `turns_saying(name)` gives (speaker, text) of the namespace's turns that contain the word."""
+    `read_turns(name)` gives (speaker, text) of the namespace's turns that contain the word."""
     found: dict[str, str] = {}
     for name in candidate_names(question, speakers):
-        speaker = resolve(name, turns_saying(name), speakers)
+        speaker = resolve(name, read_turns(name), speakers)
         if speaker is not None:
             found[name] = speaker
     return found
