@@ -158,6 +158,63 @@ def test_transaction_rolls_back_everything(store):
     assert store.event_matrix("a")[0] == before
 
 
+def _search_reads(store, ns="a"):
+    """What a search reads of a namespace (search/retrieve.py, GraphView.build): stores may keep these
+    between asks (store/row_cache.py), so each must see every later write."""
+    ids = ["e1", "e2"]
+    events, _ = store.get_events(ns, ids)
+    obs, _ = store.observations_of(ns, ids)
+    return ([(e.id, e.summary, e.observation_ids) for e in events], [(o.id, o.text) for o in obs],
+            [(r.id, r.type) for r in store.relations_of(ns, ids)], [(r.id, r.type) for r in store.relations_of(ns, ids, within=True)])
+
+
+def test_search_reads_see_every_write_rollback_and_other_connection(store, request, tmp_path):
+    store.ensure_namespace("a")
+    store.add_observations(_obs(n=4))
+    store.put_event(_event("e1", obs=("D1:0", "D1:1")), _vec(1))
+    store.put_event(_event("e2", obs=("D1:2",)), _vec(2))
+    store.add_relation(Relation(id="r1", namespace="a", source="e1", target="e2", type="causal"))
+    first = _search_reads(store)
+    assert _search_reads(store) == first  # read twice: the second may come from what the store kept
+    events, _ = store.get_events("a", ["e1"])
+    events[0].observation_ids.append("D9:9")  # a caller changing its Event changes nobody else's
+    events[0].summary = "changed by a caller"
+    assert _search_reads(store) == first
+
+    # this connection's own writes
+    store.put_event(_event("e2", obs=("D1:2", "D1:3")), _vec(2))
+    store.add_relation(Relation(id="r2", namespace="a", source="e2", target="e1", type="temporal"))
+    mine = _search_reads(store)
+    assert mine[0][1] == ("e2", "summary e2", ["D1:2", "D1:3"]) and ("D1:3", "turn 3") in mine[1]
+    assert ("r2", "temporal") in mine[2] and ("r2", "temporal") in mine[3]
+
+    # a transaction that read its own writes, then rolled back
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.put_event(_event("e1", obs=("D1:0",)), _vec(3))
+            assert _search_reads(store)[0][0] == ("e1", "summary e1", ["D1:0"])
+            raise RuntimeError("crash inside a step")
+    assert _search_reads(store) == mine
+
+    # another connection (another process, in real use)
+    other = BACKENDS[request.node.callspec.params["store"]](request, tmp_path)
+    try:
+        other.put_event(Event(id="e1", namespace="a", step=1, summary="rewritten elsewhere",
+                              observation_ids=["D1:0", "D1:1"]), _vec(1))
+        other.add_relation(Relation(id="r3", namespace="a", source="e1", target="e2", type="motivation"))
+    finally:
+        other.close()
+    theirs = _search_reads(store)
+    assert theirs[0][0] == ("e1", "rewritten elsewhere", ["D1:0", "D1:1"]) and ("r3", "motivation") in theirs[2]
+
+    # another namespace with the same event ids
+    store.ensure_namespace("b")
+    store.add_observations(_obs("b"))
+    store.put_event(_event("e1", ns="b"), _vec(4))
+    assert _search_reads(store, "b")[0] == [("e1", "summary e1", ["D1:0"])]
+    assert _search_reads(store) == theirs
+
+
 def test_steps_meta_and_cache(store):
     store.ensure_namespace("a")
     store.steps.put(StepRecord(namespace="a", step=3, content_hash="abc", events_new=2))

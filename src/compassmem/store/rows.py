@@ -30,18 +30,38 @@ def _list(text: str) -> list:
     return json.loads(text) if text != "[]" else []  # most events were never fused: no history to parse
 
 
-def event(r: tuple) -> Event:
+def event_fields(r: tuple) -> dict:
+    """An event row's fields, decoded (the JSON columns parsed): what event_from builds Events from."""
     t = json.loads(r[5])
-    return trusted(Event, {"id": r[1], "namespace": r[0], "step": r[2], "summary": r[3],
-                           "participants": _list(r[4]),
-                           "time": trusted(EventTime, {f: t.get(f) for f in _TIME_FIELDS}),
-                           "observation_ids": json.loads(r[6]), "topic_id": r[7], "history": _list(r[8])})
+    return {"id": r[1], "namespace": r[0], "step": r[2], "summary": r[3], "participants": _list(r[4]),
+            "time": {f: t.get(f) for f in _TIME_FIELDS}, "observation_ids": json.loads(r[6]), "topic_id": r[7],
+            "history": _list(r[8])}
+
+
+def event_from(fields: dict) -> Event:
+    """A new Event of decoded fields, its lists and time its own: fields kept between asks
+    (store/row_cache.py) are never shared with a caller that changes its Event."""
+    return trusted(Event, {**fields, "participants": list(fields["participants"]),
+                           "time": trusted(EventTime, dict(fields["time"])),
+                           "observation_ids": list(fields["observation_ids"]), "history": list(fields["history"])})
+
+
+def event(r: tuple) -> Event:
+    return event_from(event_fields(r))
+
+
+def relation_fields(r: tuple) -> dict:
+    return {"id": r[1], "namespace": r[0], "source": r[2], "target": r[3], "type": r[4], "evidence": _list(r[5]),
+            "origin": r[6], "confidence": r[7], "step": r[8]}
+
+
+def relation_from(fields: dict) -> Relation:
+    """A new Relation of decoded fields (see event_from)."""
+    return trusted(Relation, {**fields, "evidence": list(fields["evidence"])})
 
 
 def relation(r: tuple) -> Relation:
-    return trusted(Relation, {"id": r[1], "namespace": r[0], "source": r[2], "target": r[3], "type": r[4],
-                              "evidence": _list(r[5]), "origin": r[6],
-                              "confidence": r[7], "step": r[8]})
+    return relation_from(relation_fields(r))
 
 
 class KindCalls:

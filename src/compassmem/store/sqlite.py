@@ -26,6 +26,7 @@ from .steps import Steps
 from .shared import SharedSQL
 from .sql import SQLiteSQL
 from .impact import LexicalBase
+from .row_cache import ReadCache
 from .rows import EVENT_COLS, OBS_COLS, REL_COLS, KindCalls
 from .sqlite_edit import SQLiteEditing
 from .sqlite_index import SQLiteIndexes, _unblob
@@ -37,6 +38,19 @@ from .vectors import IndexPolicy, VectorIndex
 
 def _blob(vec: np.ndarray) -> bytes:
     return np.asarray(vec, dtype=np.float32).tobytes()
+
+
+def _stack(vectors: list[bytes | None]) -> np.ndarray:
+    """Normalised vectors (as _vectors_of keeps them) as one matrix, zero rows where there is none, as
+    _matrix_of gives: one join and one reshape, no arithmetic."""
+    dim = next((len(v) // 4 for v in vectors if v is not None), 0)
+    if vectors and dim and all(v is not None for v in vectors):
+        return np.frombuffer(bytearray().join(vectors), np.float32).reshape(len(vectors), dim)  # writable
+    out = np.zeros((len(vectors), dim), np.float32)
+    for i, v in enumerate(vectors):
+        if v is not None:
+            out[i] = np.frombuffer(v, np.float32)
+    return out
 
 
 MMAP_BYTES = 1 << 34  # 16 GiB, more than a 1 M-event database
@@ -85,6 +99,13 @@ class SQLiteStore(SharedSQL, SQLiteEditing, SQLiteIndexes, KindCalls):
         self._exec, self._rows = self.sql.cursor, self.sql.rows  # the store's own statements, same lock
         self.meta, self.cache, self.history = Meta(self.sql), Cache(self.sql), EventHistory(self.sql)
         self.steps = Steps(self.sql)
+        self._reads = ReadCache()  # what searches read, between asks, while nothing is written (row_cache.py)
+
+    def _state(self) -> tuple[int, int]:
+        """Changes since: another connection's commits (data_version) and this one's (total_changes).
+        Read before the rows it keys."""
+        with self._lock:
+            return self._conn.execute("PRAGMA data_version").fetchone()[0], self._conn.total_changes
 
     def _create_schema(self) -> tuple | None:
         """The tables of a new database, inside one write transaction: processes opening the same new file
@@ -128,6 +149,7 @@ class SQLiteStore(SharedSQL, SQLiteEditing, SQLiteIndexes, KindCalls):
                     self._conn.execute("ROLLBACK")
                     self._indexes.clear()  # they may have replayed rows that were never committed
                     self._lexicals.clear()
+                    self._reads.clear()
                 raise
             self._depth -= 1
             self._writes -= 1
@@ -238,10 +260,23 @@ class SQLiteStore(SharedSQL, SQLiteEditing, SQLiteIndexes, KindCalls):
     def observations_of(self, namespace: str, event_ids: list[str]) -> tuple[list[Observation], np.ndarray]:
         """The observations owned by these events, in stream order, with their normalised vectors (zero
         rows where none is stored): what a search loads for its candidate events, and nothing more."""
-        rows = self._in(f"SELECT {OBS_COLS}, embedding FROM observations WHERE namespace=? "
-                        "AND event IN ({marks})", namespace, list(dict.fromkeys(event_ids)))
-        rows.sort(key=lambda r: (r[2], r[3]))
-        return [records.observation(r) for r in rows], self._matrix_of([r[10] for r in rows])
+        def read(events: list[str]) -> dict[str, list[tuple]]:
+            out: dict[str, list[tuple]] = {e: [] for e in events}
+            rows = self._in(f"SELECT {OBS_COLS}, embedding, event FROM observations WHERE namespace=? "
+                            "AND event IN ({marks})", namespace, events)
+            for r, vec in zip(rows, self._vectors_of([r[10] for r in rows])):
+                out[r[11]].append((r[2], r[3], records.observation(r), vec))  # Observation is frozen
+            return out
+
+        found = self._reads.fetch(self._state(), ("observations", namespace), event_ids, read)
+        rows = sorted((r for rs in found.values() for r in rs), key=lambda r: (r[0], r[1]))
+        return [r[2] for r in rows], _stack([r[3] for r in rows])
+
+    def _vectors_of(self, blobs: list[bytes | None]) -> list[bytes | None]:
+        """Each blob's vector normalised, as bytes (immutable: kept between asks), None where none is
+        stored; normalised in one batch."""
+        mat = self._matrix_of(blobs)
+        return [mat[i].tobytes() if b is not None else None for i, b in enumerate(blobs)]
 
     @staticmethod
     def _matrix_of(blobs: list[bytes | None]) -> np.ndarray:
@@ -283,21 +318,33 @@ class SQLiteStore(SharedSQL, SQLiteEditing, SQLiteIndexes, KindCalls):
 
     def get_events(self, namespace: str, ids: list[str]) -> tuple[list[Event], np.ndarray]:
         """These events (unknown ids skipped) in the order asked, with their normalised vectors."""
-        rows = {r[1]: r for r in self._in(f"SELECT {EVENT_COLS}, embedding FROM events WHERE namespace=? "
-                                          "AND id IN ({marks})", namespace, list(dict.fromkeys(ids)))}
-        found = [rows[i] for i in dict.fromkeys(ids) if i in rows]
-        return [records.event(r) for r in found], self._matrix_of([r[9] for r in found])
+        def read(wanted: list[str]) -> dict[str, tuple | None]:
+            rows = self._in(f"SELECT {EVENT_COLS}, embedding FROM events WHERE namespace=? AND id IN ({{marks}})",
+                            namespace, wanted)
+            got = {r[1]: (records.event_fields(r), vec) for r, vec in zip(rows, self._vectors_of([r[9] for r in rows]))}
+            return {i: got.get(i) for i in wanted}
+
+        rows = self._reads.fetch(self._state(), ("events", namespace), ids, read)
+        found = [r for r in rows.values() if r is not None]
+        return [records.event_from(r[0]) for r in found], _stack([r[1] for r in found])
 
     # ------------------------------------------------------------------ relations
     def relations_of(self, namespace: str, event_ids: list[str], within: bool = False) -> list[Relation]:
-        """Indexed lookups by source (and by target unless `within`), in stored order."""
-        ids = list(dict.fromkeys(event_ids))
-        wanted = set(ids)
-        rows = {r[0]: r for end in (("source",) if within else ("source", "target"))  # by rowid: both ends may match
+        """Relations touching these events (both ends among them when `within`), in stored order; read by
+        source and by target per event, and kept between asks (row_cache.py)."""
+        def read(events: list[str]) -> dict[str, list[tuple]]:
+            out: dict[str, list[tuple]] = {e: [] for e in events}
+            for end in ("source", "target"):
                 for r in self._in(f"SELECT rowid, {REL_COLS} FROM relations WHERE namespace=? AND {end} IN ({{marks}})",
-                                  namespace, ids)
-                if not within or r[4] in wanted}
-        return [records.relation(r[1:]) for r in sorted(rows.values(), key=lambda r: r[0])]
+                                  namespace, events):
+                    out[r[3] if end == "source" else r[4]].append((r[0], records.relation_fields(r[1:])))
+            return out
+
+        touching = self._reads.fetch(self._state(), ("relations", namespace), event_ids, read)
+        wanted = set(touching)
+        rows = {r[0]: r[1] for rs in touching.values() for r in rs  # by rowid: both ends may match
+                if not within or (r[1]["source"] in wanted and r[1]["target"] in wanted)}
+        return [records.relation_from(rows[k]) for k in sorted(rows)]
 
     # ------------------------------------------------------------------ topics
     def put_topic(self, topic: Topic, centroid: np.ndarray) -> None:

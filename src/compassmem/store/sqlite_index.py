@@ -21,19 +21,23 @@ def _unblob(b: bytes) -> np.ndarray:
 
 
 class SQLiteIndexes:
-    """Needs from its host: _conn, _lock, _writes, _indexes, _lexicals, policy, index_dir, _token,
-    _matrix_of, snapshot."""
-
-
-
+    """Needs from its host: _conn, _lock, _writes, _indexes, _lexicals, _reads, _state, policy, index_dir,
+    _token, _matrix_of, snapshot."""
 
     def lexical_search(self, namespace: str, text: str, k: int) -> list[tuple[str, float]]:
         """(observation id, BM25) of the k best observations for a text's terms (text.index_terms), best
         first: FTS5 over the namespace, or, for a large one, its impact base and segments plus FTS5 over
         the rows added or changed since (store/impact.py)."""
         terms = index_terms(text)
+        if not terms or k <= 0:
+            return []
+        key = (tuple(terms), k)  # a name looked up by every ask that says it (search/people.py)
+        return self._reads.fetch(self._state(), ("lexical", namespace), [key],
+                                 lambda keys: {key: self._bm25(namespace, terms, k)} if keys else {})[key][:]
+
+    def _bm25(self, namespace: str, terms: list[str], k: int) -> list[tuple[str, float]]:
         token = self._token(namespace)
-        if not terms or not token or k <= 0:
+        if not token:
             return []
         match = " OR ".join(f'"{t}"' for t in terms)
         fts = fts_name(token)
