@@ -235,3 +235,15 @@ def test_rows_after_the_base_become_segments_and_the_indexes_still_agree(tmp_pat
         assert again.lexical_search("k", "garden pottery violin", 10) == before
         assert again.check_indexes("k") == []
         again.close()
+
+
+def test_a_process_that_opens_an_index_first_can_still_load_the_embedder_runtime():
+    """usearch imported before onnxruntime crashes the process at the second import (usearch 2.26,
+    onnxruntime 1.32); the store's one way in to usearch imports them in the order that works."""
+    import subprocess
+    import sys
+
+    code = ("from compassmem.store.vectors import usearch_index\nusearch_index()\n"
+            "import onnxruntime\nprint('ok')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-500:]

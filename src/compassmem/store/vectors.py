@@ -160,10 +160,22 @@ def base_files(folder: Path, token: str, kind: str) -> list[tuple[int, Path]]:
     return sorted(out, reverse=True)
 
 
-def open_base(path: Path):
+def usearch_index() -> type:
+    """usearch's Index class. onnxruntime (the default embedder's runtime) is imported first where it is
+    installed: with usearch 2.26 and onnxruntime 1.32, `import usearch.index` followed by `import
+    onnxruntime` kills the process (SIGSEGV, tests/test_indexes.py), so a store that opens an index before
+    its embedder loads — or a program that embeds after searching — would crash."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        pass
     from usearch.index import Index
 
-    return Index.restore(str(path), view=True)
+    return Index
+
+
+def open_base(path: Path):
+    return usearch_index().restore(str(path), view=True)
 
 
 def write_base(folder: Path | None, token: str, kind: str, index: VectorIndex, policy: IndexPolicy,
@@ -172,7 +184,7 @@ def write_base(folder: Path | None, token: str, kind: str, index: VectorIndex, p
     given `chunks` (every row of the table as (keys, matrix) pieces), one built from scratch without
     holding the rows as float32 all at once. Returns the new index, delta empty. With no folder (an
     in-memory database) the base stays in RAM."""
-    from usearch.index import Index
+    Index = usearch_index()
 
     threads = os.cpu_count() or 1
     if chunks is not None or index.base is None:
