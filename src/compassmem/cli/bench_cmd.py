@@ -1,4 +1,4 @@
-"""`compassmem bench locomo|narrativeqa|judge|scale|load|cv`."""
+"""`compassmem bench locomo|narrativeqa|judge|scale|ann|load|cv`."""
 
 from __future__ import annotations
 
@@ -188,6 +188,52 @@ def scale(out: Path = OutOpt, sizes: str = typer.Option("1000,10000", "--sizes",
     run_scale(ns, out, embedder, turns_per_step, queries, direct_above,
               log=lambda s: err.print(f"[dim]{escape(s)}[/]"), keep_db=keep_db, pg=pg)
     console.print(f"[green]✓[/] {escape(str(out))}/scale.json")
+
+
+def _ints(text: str, flag: str) -> list[int]:
+    from ..errors import ConfigError
+
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"bad {flag} '{text}': expected comma-separated integers") from None
+
+
+@bench_app.command()
+def ann(out: Path = OutOpt,
+        db: list[Path] = typer.Option(..., "--db", help="A memory (SQLite file) whose observation and event "
+                                      "vectors are the corpus; repeat for more. All of one embedder."),
+        questions: list[str] = typer.Option(..., "--questions", help="FORMAT:PATH of a data set whose questions "
+                                            "are the queries (e.g. locomo:../shared/data/locomo/locomo_dev.json); repeat."),
+        embedder: str = typer.Option("minilm", "--embedder", help="The memories' embedder, to embed the questions."),
+        connectivity: str = typer.Option("8,16,32", "--connectivity", help="HNSW M values."),
+        expansion_add: str = typer.Option("64,128", "--expansion-add", help="HNSW ef at build."),
+        expansion_search: str = typer.Option("64,128,256,512", "--expansion-search", help="HNSW ef at search."),
+        k: int = typer.Option(100, "--k", help="Results per query compared with exact search."),
+        dtype: str = typer.Option("f16", "--dtype", help="Index storage types, e.g. i8,f16,f32 (the store keeps f16).")) -> None:
+    """The vector index's parameters on real embeddings: recall@10 / @k against exact search and query
+    latency for each setting (resumable; out/ann.json)."""
+    from ..bench.ann import run_ann
+    from ..errors import InputError
+    from ..ingest import load as load_data
+
+    texts: list[str] = []
+    for spec in questions:
+        fmt, _, path = spec.partition(":")
+        if not path:
+            raise InputError(f"bad --questions '{spec}': expected FORMAT:PATH")
+        texts += [q.question for q in load_data(path, fmt).questions]
+    for d in db:
+        if not d.is_file():
+            raise InputError(f"memory not found: {d}")
+    with _progress() as progress:
+        rows = run_ann(db, texts, out, embedder, _ints(connectivity, "--connectivity"),
+                       _ints(expansion_add, "--expansion-add"), _ints(expansion_search, "--expansion-search"), k,
+                       tuple(_split(dtype) or ["f16"]), progress=progress)
+    for r in rows:
+        console.print(f"{r['dtype']}  M {r['connectivity']:>2}  ef_add {r['expansion_add']:>3}  ef {r['expansion_search']:>3}  "
+                      f"recall@10 {r['recall@10']:.3f}  recall@{k} {r[f'recall@{k}']:.3f}  {r['query_p50_ms']:.2f} ms")
+    console.print(f"[green]✓[/] {escape(str(out))}/ann.json")
 
 
 @bench_app.command()

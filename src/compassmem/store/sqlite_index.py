@@ -142,8 +142,8 @@ class SQLiteIndexes:
         return base.dirty
 
     def _search(self, namespace: str, kind: str, query: np.ndarray, k: int, exact: bool = True) -> list[tuple[str, float]]:
-        """The index's k nearest rows, best first, re-scored exactly from the stored float32 vectors (an int8
-        base only proposes candidates). exact=False returns the index's own top k and scores (int8 for
+        """The index's k nearest rows, best first, re-scored exactly from the stored float32 vectors (a float16
+        base only proposes candidates). exact=False returns the index's own top k and scores (float16 for
         base rows): enough for a caller that re-scores what it loads anyway, at a third of the reads."""
         if k <= 0:
             return []
