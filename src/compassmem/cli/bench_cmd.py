@@ -1,4 +1,4 @@
-"""`compassmem bench locomo|narrativeqa|judge|scale|ann|load|cv`."""
+"""`compassmem bench locomo|narrativeqa|judge|scale|ann|haystack|load|cv`."""
 
 from __future__ import annotations
 
@@ -234,6 +234,52 @@ def ann(out: Path = OutOpt,
         console.print(f"{r['dtype']}  M {r['connectivity']:>2}  ef_add {r['expansion_add']:>3}  ef {r['expansion_search']:>3}  "
                       f"recall@10 {r['recall@10']:.3f}  recall@{k} {r[f'recall@{k}']:.3f}  {r['query_p50_ms']:.2f} ms")
     console.print(f"[green]✓[/] {escape(str(out))}/ann.json")
+
+
+@bench_app.command()
+def haystack(data: Path = DataOpt, out: Path = OutOpt,
+             samples: str = typer.Option(..., "--samples", help="The conversation(s) of --data to bury, e.g. conv-26."),
+             pool: list[str] = typer.Option(..., "--pool", help="FORMAT:PATH of distractor text: locomo:FILE (its "
+                                            "conversations but the buried ones) or narrativeqa-full:FOLDER; repeat."),
+             turns: str = typer.Option("0,2000,10000", "--turns", help="Distractor turns per haystack (0: the "
+                                       "conversation alone)."),
+             methods: str = typer.Option("compassmem,hybrid_people,dense_turns,bm25_turns", "--methods", help=METHODS_HELP),
+             embedder: str = typer.Option("minilm", "--embedder"),
+             seed_from: list[Path] = typer.Option([], "--seed-from", help="Memories built with the same embedder whose "
+                                                  "stored turn vectors fill the embedding cache (no re-embedding).")) -> None:
+    """A conversation buried among N turns of other real text said by the same two people on the same
+    dates: recall at budgets next to the conversation alone, ask latency, peak memory (resumable; each
+    text is embedded once into out/embeddings.db)."""
+    import os
+
+    from ..bench.haystack import conversation_pool, document_pool, summary, write_haystack
+    from ..bench.scale import peak_rss_mb
+    from ..errors import InputError
+
+    os.environ.setdefault("COMPASSMEM_EMBED_CACHE", str(out / "embeddings.db"))
+    out.mkdir(parents=True, exist_ok=True)
+    if seed_from:
+        from ..bench.haystack import seed_cache
+
+        console.print(f"embedding cache: {seed_cache(embedder, seed_from)} vectors taken from {len(seed_from)} memories")
+    wanted = set(_split(samples) or [])
+    sources = []
+    for spec in pool:
+        fmt, _, path = spec.partition(":")
+        if fmt == "locomo":
+            sources += conversation_pool(Path(path), wanted)
+        elif fmt == "narrativeqa-full":
+            sources += document_pool(Path(path))
+        else:
+            raise InputError(f"bad --pool '{spec}': expected locomo:FILE or narrativeqa-full:FOLDER")
+    for n in _ints(turns, "--turns"):
+        file, facts = write_haystack(data, wanted, sources, n, out / f"n{n}")
+        console.print(f"[bold]{n} distractor turns[/]: {facts}")
+        _run("locomo", file, out / f"n{n}", samples, None, methods, "none", embedder, None, None, None, None, None,
+             10, None)
+        (out / f"n{n}" / "rss.json").write_text(json.dumps({"peak_rss_mb": peak_rss_mb()}))  # the process's, so far
+    (out / "haystack.json").write_text(json.dumps(summary(out), indent=2))
+    console.print(f"[green]✓[/] {escape(str(out))}/haystack.json")
 
 
 @bench_app.command()

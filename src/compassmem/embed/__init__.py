@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 from ..errors import ConfigError
 from .base import CachedEmbedder, Embedder, dots, l2_normalise
+from .disk import ENV, DiskEmbeddings
 from .hashing import HashEmbedder
 
 __all__ = ["Embedder", "CachedEmbedder", "HashEmbedder", "make_embedder", "l2_normalise", "dots", "EMBEDDER_SPECS"]
@@ -13,9 +16,11 @@ _SHARED: dict[str, CachedEmbedder] = {}
 
 
 def make_embedder(spec: str = "minilm", base_url: str | None = None, api_key: str | None = None) -> CachedEmbedder:
-    """Embedders are heavy to load and stateless, so one instance per spec is shared in a process."""
+    """Embedders are heavy to load and stateless, so one instance per spec is shared in a process. With
+    COMPASSMEM_EMBED_CACHE set to a file, vectors are also kept there (embed/disk.py)."""
     spec = (spec or "minilm").strip()
-    key = f"{spec}|{base_url}"
+    disk = os.environ.get(ENV) or None  # embed/disk.py: vectors kept across processes
+    key = f"{spec}|{base_url}|{disk}"
     if key in _SHARED:
         return _SHARED[key]
     if spec == "minilm":
@@ -33,5 +38,7 @@ def make_embedder(spec: str = "minilm", base_url: str | None = None, api_key: st
         inner = HTTPEmbedder(spec[5:], base_url=base_url, api_key=api_key)
     else:
         raise ConfigError(f"unknown embedder spec '{spec}'; expected one of: {EMBEDDER_SPECS}")
+    if disk:
+        inner = DiskEmbeddings(inner, disk)
     _SHARED[key] = CachedEmbedder(inner)
     return _SHARED[key]
