@@ -31,7 +31,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("compassmem_graph", "with a model: the offline search finds the evidence, the model only answers "
                                "(1 call per question)", {"mode": "graph"}),
     Preset("no_topics", "ablation: no topic candidates when choosing where to start", {"use_topics": False}),
-    Preset("no_relations", "ablation: explorers see no neighbours", {"use_relations": False}),
+    Preset("no_relations", "ablation: no typed relation is used: explorers see no neighbours, a search loads no "
+                           "neighbours of its best events, the ranking has no relation term",
+           {"use_relations": False, "neighbour_events": 0}),
     Preset("no_refinement", "ablation: no gap-aware second round", {"refinement": False}),
     Preset("no_planner", "ablation: the question is the only sub-goal", {"use_planner": False}),
     Preset("no_newer_first", "ablation: no later restatement lifted above what it revises", {"newer_window": 0}),
