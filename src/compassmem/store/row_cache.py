@@ -19,7 +19,9 @@ from typing import Callable, Hashable, Iterable, TypeVar
 
 V = TypeVar("V")
 
-LIMIT = 200_000  # entries kept in all (an event's rows count one): beyond it the cache starts over
+# entries kept in all (an event with its observations and their vectors counts one: ~10 KB at 384
+# dimensions, so ~200 MB at most): beyond it the cache starts over. One ask adds ~400 entries.
+LIMIT = 20_000
 
 
 class ReadCache:
