@@ -78,7 +78,7 @@ def test_the_ann_path_holds_the_same_rows_and_finds_what_exact_search_finds(tmp_
     exact = [_exact(live, "k", "observations", q, 5) for q in queries]
     assert live.check_indexes("k") == []
     recall = np.mean([len(set(a) & set(b)) / 5 for a, b in zip(ann, exact)])
-    assert recall >= 0.95, f"ANN recall@5 {recall:.2f} against exact search"
+    assert recall >= 0.98, f"ANN recall@5 {recall:.2f} against exact search"  # threaded builds: 0.93-0.98
     live.close()
 
 
