@@ -44,7 +44,7 @@ def test_distractors_are_said_by_the_buried_pair_on_their_dates_and_named_as_the
     hay = [t for s in sessions for t in s if t["dia_id"].startswith("H")]
     assert facts["distractor_turns"] == len(hay) >= 7 and facts["own_turns"] == 6
     assert {t["speaker"] for t in hay} <= {"Ana", "Bo"}
-    assert not any("Carl" in t["text"] or "Dee" in t["text"] for t in hay)  # names said in the text follow
+    assert not any(n in t["text"] for t in hay for n in ("Carl", "Smith", "Dee"))  # names said in the text follow
     assert any("Ana" in t["text"] or "Bo" in t["text"] for t in hay)
     own = [t["dia_id"] for s in sessions for t in s if t["dia_id"].startswith("D")]
     assert own == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2", "D2:3"]  # the buried conversation keeps its ids and order

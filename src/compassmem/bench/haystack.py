@@ -7,7 +7,8 @@ text too) on dates spread over the conversation's own span, so neither a speaker
 separates them. The result is a LoCoMo-schema file, answered by the same runner and methods as
 `bench locomo`: recall at budgets next to the conversation alone, ask latency, peak memory.
 
-Only the pool's distinct texts are used (a pool smaller than N is an error, not a silent replication).
+Each session of the pool is used at most once (a pool smaller than N is an error, not a silent
+replication).
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def conversation_pool(path: Path, skip: set[str]) -> list[Session]:
             continue
         conv = item["conversation"]
         names = _names(conv)
-        pattern = re.compile(r"\b(" + "|".join(re.escape(p) for n in names for p in {n, n.split()[0]}) + r")\b")
+        spelled = sorted({p for n in names for p in (n, n.split()[0])}, key=len, reverse=True)  # "Carl Smith" before "Carl"
+        pattern = re.compile(r"\b(" + "|".join(re.escape(p) for p in spelled) + r")\b")
         first = {p: i for i, n in enumerate(names) for p in (n, n.split()[0])}
         for _, turns in _sessions(conv):
             rows = []
