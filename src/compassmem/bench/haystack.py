@@ -150,7 +150,9 @@ def seed_cache(embedder: str, memories: list[Path]) -> int:
     haystack re-uses unchanged are then never embedded again."""
     import sqlite3
 
+    from ..construct.segment import observation_text
     from ..embed import make_embedder
+    from ..store.rows import OBS_COLS, observation
 
     disk = make_embedder(embedder).inner
     if not hasattr(disk, "seed"):
@@ -161,14 +163,10 @@ def seed_cache(embedder: str, memories: list[Path]) -> int:
         try:
             if conn.execute("SELECT value FROM meta WHERE key='embedder'").fetchone() != (embedder,):
                 raise InputError(f"{db} was not built with embedder '{embedder}'")
-            rows = conn.execute("SELECT text, meta, embedding FROM observations WHERE embedding IS NOT NULL").fetchall()
+            rows = conn.execute(f"SELECT {OBS_COLS}, embedding FROM observations WHERE embedding IS NOT NULL").fetchall()
         finally:
             conn.close()
-        pairs = []
-        for text, meta, vec in rows:
-            image = json.loads(meta or "{}").get("image")
-            pairs.append((text + (f" [image: {image}]" if image else ""), vec))  # construct/segment.observation_text
-        added += disk.seed(pairs)
+        added += disk.seed([(observation_text(observation(r)), r[10]) for r in rows])
     return added
 
 

@@ -167,6 +167,15 @@ def narrativeqa(data: Path = DataOpt, out: Path = OutOpt,
          api_key, turns_k, top_k)
 
 
+def _ints(text: str, flag: str) -> list[int]:
+    from ..errors import ConfigError
+
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"bad {flag} '{text}': expected comma-separated integers") from None
+
+
 @bench_app.command()
 def scale(out: Path = OutOpt, sizes: str = typer.Option("1000,10000", "--sizes", help="Event counts, e.g. 1000,10000,100000."),
           embedder: str = typer.Option("hash", "--embedder"), queries: int = typer.Option(20, "--queries"),
@@ -179,24 +188,10 @@ def scale(out: Path = OutOpt, sizes: str = typer.Option("1000,10000", "--sizes",
     """Synthetic memories of growing size: ingest throughput, query latency p50/p95, peak memory, a cold
     `ask` process, and the exact-scan / ANN / BM25 primitives measured in the same run (resumable)."""
     from ..bench.scale import run_scale
-    from ..errors import ConfigError
 
-    try:
-        ns = [int(x) for x in sizes.split(",")]
-    except ValueError:
-        raise ConfigError(f"bad --sizes '{sizes}': expected comma-separated integers") from None
-    run_scale(ns, out, embedder, turns_per_step, queries, direct_above,
+    run_scale(_ints(sizes, "--sizes"), out, embedder, turns_per_step, queries, direct_above,
               log=lambda s: err.print(f"[dim]{escape(s)}[/]"), keep_db=keep_db, pg=pg)
     console.print(f"[green]✓[/] {escape(str(out))}/scale.json")
-
-
-def _ints(text: str, flag: str) -> list[int]:
-    from ..errors import ConfigError
-
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ConfigError(f"bad {flag} '{text}': expected comma-separated integers") from None
 
 
 @bench_app.command()
@@ -252,15 +247,13 @@ def haystack(data: Path = DataOpt, out: Path = OutOpt,
     text is embedded once into out/embeddings.db)."""
     import os
 
-    from ..bench.haystack import conversation_pool, document_pool, summary, write_haystack
+    from ..bench.haystack import conversation_pool, document_pool, seed_cache, summary, write_haystack
     from ..bench.scale import peak_rss_mb
     from ..errors import InputError
 
     os.environ.setdefault("COMPASSMEM_EMBED_CACHE", str(out / "embeddings.db"))
     out.mkdir(parents=True, exist_ok=True)
     if seed_from:
-        from ..bench.haystack import seed_cache
-
         console.print(f"embedding cache: {seed_cache(embedder, seed_from)} vectors taken from {len(seed_from)} memories")
     wanted = set(_split(samples) or [])
     sources = []

@@ -48,18 +48,14 @@ class DiskEmbeddings:
                 chunk = list(dict.fromkeys(keys[i : i + 500]))
                 found.update(self._conn.execute(
                     f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall())
-        missing = list(dict.fromkeys(i for i, k in enumerate(keys) if k not in found))
-        if missing:
-            first = {}
-            for i in missing:
-                first.setdefault(keys[i], i)
-            order = list(first.values())
-            fresh = np.asarray(self.inner.embed([texts[i] for i in order]), np.float32)
-            rows = [(keys[i], vec.tobytes()) for i, vec in zip(order, fresh)]
-            with self._lock:
-                self._conn.execute("BEGIN")
-                self._conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?)", rows)
-                self._conn.execute("COMMIT")
+        todo: dict[str, int] = {}  # each missing key once, with the first text that has it
+        for i, k in enumerate(keys):
+            if k not in found:
+                todo.setdefault(k, i)
+        if todo:
+            fresh = np.asarray(self.inner.embed([texts[i] for i in todo.values()]), np.float32)
+            rows = [(k, vec.tobytes()) for k, vec in zip(todo, fresh)]
+            self._put(rows)
             found.update(rows)
         if not texts:
             return np.zeros((0, self.dim), np.float32)
@@ -68,7 +64,10 @@ class DiskEmbeddings:
     def seed(self, pairs: list[tuple[str, bytes]]) -> int:
         """Store (text, float32 vector bytes) pairs made by this embedder elsewhere (a memory's stored
         observations); returns how many were new."""
-        rows = [(text_key(self.name, t), v) for t, v in pairs if v is not None and len(v) == 4 * self.dim]
+        return self._put([(text_key(self.name, t), v) for t, v in pairs if v is not None and len(v) == 4 * self.dim])
+
+    def _put(self, rows: list[tuple[str, bytes]]) -> int:
+        """Store (key, vector bytes) rows in one transaction; how many were new."""
         with self._lock:
             before = self._conn.total_changes
             self._conn.execute("BEGIN")

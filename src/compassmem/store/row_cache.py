@@ -1,15 +1,15 @@
 """Rows a search reads on every ask, kept between asks while the database does not change.
 
 An ask loads the ~100 events nearest its question with all of their observations and relations; the
-next ask of the same memory loads mostly the same ones. Reading and decoding them again was most of an
-ask's fixed cost (docs/benchmarks.md, Scale: ~9 of 19 ms at 1 K events). A backend that can say cheaply
-whether anything was committed since (`ReadCache.state`, SQLite: `PRAGMA data_version` for other
-connections and `total_changes` for its own) keeps what it read here; any change to the database, in
-any namespace, by anyone, empties the whole cache. The state must be read before the rows it keys, so
-a commit between the two can only empty the cache once too often, never serve an old row.
+next ask of the same memory loads mostly the same ones. Reading and decoding them again was 7 of an
+ask's 19 ms at 1 K events (docs/benchmarks.md, Scale). A backend that can say cheaply whether anything
+was committed since (the SQLite store's `_state`: `PRAGMA data_version` for other connections and
+`total_changes` for its own) keeps what it read here; any change to the database, in any namespace, by
+anyone, empties the whole cache. The state must be read before the rows it keys, so a commit between
+the two can only empty the cache once too often, never serve an old row.
 
-Only immutable things are kept: raw row tuples (decoded afresh for each caller: events are mutable
-models) and frozen Observations.
+Nothing a caller can change is shared: frozen Observations, vectors as bytes, and events' and relations'
+decoded fields, from which each caller gets new objects (store/rows.py event_from, relation_from).
 """
 
 from __future__ import annotations

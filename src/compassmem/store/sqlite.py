@@ -41,8 +41,9 @@ def _blob(vec: np.ndarray) -> bytes:
 
 
 def _stack(vectors: list[bytes | None]) -> np.ndarray:
-    """Normalised vectors (as _vectors_of keeps them) as one matrix, zero rows where there is none, as
-    _matrix_of gives: one join and one reshape, no arithmetic."""
+    """Stored float32 vectors as one writable matrix, zero rows where there is none: in the usual case
+    one join and one reshape. _matrix_of normalises it; rows kept already normalised (_vectors_of) are
+    read back with it as they are."""
     dim = next((len(v) // 4 for v in vectors if v is not None), 0)
     if vectors and dim and all(v is not None for v in vectors):
         return np.frombuffer(bytearray().join(vectors), np.float32).reshape(len(vectors), dim)  # writable
@@ -280,14 +281,8 @@ class SQLiteStore(SharedSQL, SQLiteEditing, SQLiteIndexes, KindCalls):
 
     @staticmethod
     def _matrix_of(blobs: list[bytes | None]) -> np.ndarray:
-        if blobs and all(b is not None for b in blobs):  # the usual case: one buffer, one reshape
-            return l2_normalise(np.frombuffer(b"".join(blobs), np.float32).reshape(len(blobs), -1))
-        dim = next((len(b) // 4 for b in blobs if b is not None), 0)
-        out = np.zeros((len(blobs), dim), np.float32)
-        for i, b in enumerate(blobs):
-            if b is not None:
-                out[i] = _unblob(b)
-        return l2_normalise(out) if len(blobs) else out
+        mat = _stack(blobs)
+        return l2_normalise(mat) if len(blobs) else mat
 
     def observation_vectors(self, namespace: str, ids: list[str]) -> np.ndarray:
         """Normalised rows for the given observation ids, in order (zeros for an id without a vector)."""
