@@ -267,7 +267,7 @@ def haystack(data: Path = DataOpt, out: Path = OutOpt,
             raise InputError(f"bad --pool '{spec}': expected locomo:FILE or narrativeqa-full:FOLDER")
     for n in _ints(turns, "--turns"):
         file, facts = write_haystack(data, wanted, sources, n, out / f"n{n}")
-        console.print(f"[bold]{n} distractor turns[/]: {facts}")
+        console.print(f"[bold]{n} distractor turns[/]: {escape(str(facts))}")
         _run("locomo", file, out / f"n{n}", samples, None, methods, "none", embedder, None, None, None, None, None,
              10, None)
         (out / f"n{n}" / "rss.json").write_text(json.dumps({"peak_rss_mb": peak_rss_mb()}))  # the process's, so far
