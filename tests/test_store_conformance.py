@@ -159,13 +159,18 @@ def test_transaction_rolls_back_everything(store):
 
 
 def _search_reads(store, ns="a"):
-    """What a search reads of a namespace (search/retrieve.py, GraphView.build): stores may keep these
-    between asks (store/row_cache.py), so each must see every later write."""
+    """What a search reads of a namespace (search/retrieve.py, GraphView.build), inside a read snapshot
+    as a search reads it: stores may keep these between asks (store/row_cache.py), so each must see every
+    later write."""
     ids = ["e1", "e2"]
-    events, _ = store.get_events(ns, ids)
-    obs, _ = store.observations_of(ns, ids)
-    return ([(e.id, e.summary, e.observation_ids) for e in events], [(o.id, o.text) for o in obs],
-            [(r.id, r.type) for r in store.relations_of(ns, ids)], [(r.id, r.type) for r in store.relations_of(ns, ids, within=True)])
+    with store.snapshot():
+        events, vecs = store.get_events(ns, ids)
+        obs, _ = store.observations_of(ns, ids)
+        return ([(e.id, e.summary, e.observation_ids) for e in events], [(o.id, o.text) for o in obs],
+                [(r.id, r.type) for r in store.relations_of(ns, ids)],
+                [(r.id, r.type) for r in store.relations_of(ns, ids, within=True)],
+                [(e, round(s, 5)) for e, s in store.search_events(ns, _vec(1), 2)],
+                store.lexical_search(ns, "turn", 10), np.round(vecs, 5).tolist())
 
 
 def test_search_reads_see_every_write_rollback_and_other_connection(store, request, tmp_path):
@@ -184,7 +189,9 @@ def test_search_reads_see_every_write_rollback_and_other_connection(store, reque
     # this connection's own writes
     store.put_event(_event("e2", obs=("D1:2", "D1:3")), _vec(2))
     store.add_relation(Relation(id="r2", namespace="a", source="e2", target="e1", type="temporal"))
+    store.add_observations([Observation(id="D1:9", namespace="a", step=1, seq=9, speaker="X", text="turn nine")])
     mine = _search_reads(store)
+    assert "D1:9" in [oid for oid, _ in mine[5]] and "D1:9" not in [oid for oid, _ in first[5]]
     assert mine[0][1] == ("e2", "summary e2", ["D1:2", "D1:3"]) and ("D1:3", "turn 3") in mine[1]
     assert ("r2", "temporal") in mine[2] and ("r2", "temporal") in mine[3]
 
@@ -200,12 +207,14 @@ def test_search_reads_see_every_write_rollback_and_other_connection(store, reque
     other = BACKENDS[request.node.callspec.params["store"]](request, tmp_path)
     try:
         other.put_event(Event(id="e1", namespace="a", step=1, summary="rewritten elsewhere",
-                              observation_ids=["D1:0", "D1:1"]), _vec(1))
+                              observation_ids=["D1:0", "D1:1"]), _vec(5))
         other.add_relation(Relation(id="r3", namespace="a", source="e1", target="e2", type="motivation"))
     finally:
         other.close()
     theirs = _search_reads(store)
     assert theirs[0][0] == ("e1", "rewritten elsewhere", ["D1:0", "D1:1"]) and ("r3", "motivation") in theirs[2]
+    assert theirs[4] != mine[4] and theirs[6] != mine[6]  # the new vector, in the vector search too
+    assert _search_reads(store) == theirs  # read again: a store may now answer from what it kept
 
     # another namespace with the same event ids
     store.ensure_namespace("b")

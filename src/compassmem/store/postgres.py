@@ -19,14 +19,16 @@ import numpy as np
 
 from ..embed.base import l2_normalise
 from ..errors import StoreError
-from ..models import Event, Observation, Relation, Topic, utcnow
+from ..models import Event, Observation, Topic, utcnow
 from . import rows as records
 from .history import EventHistory
 from .meta import Cache, Meta
 from .steps import Steps
+from .reads import SearchReads
+from .row_cache import ReadCache
 from .shared import SharedSQL
 from .sql import PostgresSQL
-from .rows import EVENT_COLS as _EVENT_COLS, OBS_COLS as _OBS_COLS, REL_COLS, KindCalls
+from .rows import EVENT_COLS as _EVENT_COLS, OBS_COLS as _OBS_COLS, KindCalls
 from .postgres_edit import PostgresEditing
 from .postgres_index import PostgresIndexes
 from .postgres_schema import MIGRATIONS, SCHEMA_VERSION
@@ -35,7 +37,7 @@ from .postgres_values import _np, _terms
 _WRITE_LOCK = 0x436F6D70  # one advisory lock for all writers: steps never interleave (as in SQLite)
 
 
-class PostgresStore(SharedSQL, PostgresEditing, PostgresIndexes, KindCalls):
+class PostgresStore(SearchReads, SharedSQL, PostgresEditing, PostgresIndexes, KindCalls):
     """Thread-safe: each thread's transaction or snapshot holds one pooled connection."""
 
     def __init__(self, url: str, max_connections: int = 8) -> None:
@@ -62,6 +64,21 @@ class PostgresStore(SharedSQL, PostgresEditing, PostgresIndexes, KindCalls):
         self.steps = Steps(self.sql)
         self._counts: dict[tuple[str, str], tuple[int, float]] = {}
         self._dim: int | None = int(self.meta.get("vector_dim") or 0) or None
+        self._reads = ReadCache()  # what searches read, between asks, while nothing is committed (row_cache.py)
+        self._scans: dict[tuple[str, str], tuple[str, int]] = {}  # vector searches per database state (_keep_vectors)
+
+    def _state(self) -> str | None:
+        """Inside a read snapshot, the snapshot itself (`pg_current_snapshot()`: which transactions' writes
+        it sees), read once per snapshot: two snapshots that are equal see the same data, and any commit
+        anywhere in the cluster makes the next one differ. Elsewhere None, and nothing is kept: a statement
+        outside a snapshot sees whatever is committed when it runs, and a write transaction sees its own
+        uncommitted rows."""
+        local = self._local
+        if getattr(local, "conn", None) is None or local.write:
+            return None
+        if local.state is None:
+            local.state = local.conn.execute("SELECT pg_current_snapshot()::text").fetchone()[0]
+        return local.state
 
     # ------------------------------------------------------------------ schema
     def _migrate(self, conn: Any) -> None:
@@ -128,11 +145,11 @@ class PostgresStore(SharedSQL, PostgresEditing, PostgresIndexes, KindCalls):
         with self._pool.connection() as conn:
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                self._local.conn, self._local.write = conn, False
+                self._local.conn, self._local.write, self._local.state = conn, False, None
                 try:
                     yield
                 finally:
-                    self._local.conn = None
+                    self._local.conn = self._local.state = None
 
     # ------------------------------------------------------------------ namespaces
     def ensure_namespace(self, namespace: str) -> None:
@@ -236,11 +253,6 @@ class PostgresStore(SharedSQL, PostgresEditing, PostgresIndexes, KindCalls):
                            (namespace, step))
         return [records.observation(r) for r in rows]
 
-    def observations_of(self, namespace: str, event_ids: list[str]) -> tuple[list[Observation], np.ndarray]:
-        rows = self._q(f"SELECT {_OBS_COLS}, embedding FROM observations WHERE namespace=%s AND event = ANY(%s) "
-                       "ORDER BY step, seq", (namespace, list(dict.fromkeys(event_ids))))
-        return [records.observation(r) for r in rows], self._matrix_of([r[10] for r in rows])
-
     def observation_vectors(self, namespace: str, ids: list[str]) -> np.ndarray:
         found = dict(self._q("SELECT id, embedding FROM observations WHERE namespace=%s AND id = ANY(%s)",
                              (namespace, list(dict.fromkeys(ids)))))
@@ -264,20 +276,6 @@ class PostgresStore(SharedSQL, PostgresEditing, PostgresIndexes, KindCalls):
     def get_event(self, namespace: str, event_id: str) -> Event | None:
         rows = self._q(f"SELECT {_EVENT_COLS} FROM events WHERE namespace=%s AND id=%s", (namespace, event_id))
         return records.event(rows[0]) if rows else None
-
-    def get_events(self, namespace: str, ids: list[str]) -> tuple[list[Event], np.ndarray]:
-        rows = {r[1]: r for r in self._q(f"SELECT {_EVENT_COLS}, embedding FROM events WHERE namespace=%s "
-                                         "AND id = ANY(%s)", (namespace, list(dict.fromkeys(ids))))}
-        found = [rows[i] for i in dict.fromkeys(ids) if i in rows]
-        return [records.event(r) for r in found], self._matrix_of([r[9] for r in found])
-
-    # ------------------------------------------------------------------ relations
-    def relations_of(self, namespace: str, event_ids: list[str], within: bool = False) -> list[Relation]:
-        ids = list(dict.fromkeys(event_ids))
-        ends = "AND" if within else "OR"
-        return [records.relation(r) for r in self._q(
-            f"SELECT {REL_COLS} FROM relations WHERE namespace=%s AND (source = ANY(%s) {ends} target = ANY(%s)) "
-            "ORDER BY rowid", (namespace, ids, ids))]
 
     # ------------------------------------------------------------------ topics
     def put_topic(self, topic: Topic, centroid: np.ndarray) -> None:

@@ -3,9 +3,9 @@
 An ask loads the ~100 events nearest its question with all of their observations and relations; the
 next ask of the same memory loads mostly the same ones. Reading and decoding them again was 7 of an
 ask's 19 ms at 1 K events (docs/benchmarks.md, Scale). A backend that can say cheaply whether anything
-was committed since (the SQLite store's `_state`: `PRAGMA data_version` for other connections and
-`total_changes` for its own) keeps what it read here; any change to the database, in any namespace, by
-anyone, empties the whole cache. The state must be read before the rows it keys, so a commit between
+was committed since keeps what it read here (its `_state`: SQLite's `PRAGMA data_version` for other
+connections and `total_changes` for its own; PostgreSQL's read snapshot, `pg_current_snapshot()`); any
+change to the database, in any namespace, by anyone, empties the whole cache. The state must be read before the rows it keys, so a commit between
 the two can only empty the cache once too often, never serve an old row.
 
 Nothing a caller can change is shared: frozen Observations, vectors as bytes, and events' and relations'

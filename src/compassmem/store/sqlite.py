@@ -18,7 +18,7 @@ import numpy as np
 
 from ..embed.base import l2_normalise
 from ..errors import StoreError
-from ..models import Event, Observation, Relation, Topic, utcnow
+from ..models import Event, Observation, Topic, utcnow
 from . import rows as records
 from .history import EventHistory
 from .meta import Cache, Meta
@@ -26,8 +26,9 @@ from .steps import Steps
 from .shared import SharedSQL
 from .sql import SQLiteSQL
 from .impact import LexicalBase
+from .reads import SearchReads, stack
 from .row_cache import ReadCache
-from .rows import EVENT_COLS, OBS_COLS, REL_COLS, KindCalls
+from .rows import EVENT_COLS, OBS_COLS, KindCalls
 from .sqlite_edit import SQLiteEditing
 from .sqlite_index import SQLiteIndexes, _unblob
 from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_V3, SCHEMA_VERSION, fts_name, immediate, new_token,
@@ -40,24 +41,10 @@ def _blob(vec: np.ndarray) -> bytes:
     return np.asarray(vec, dtype=np.float32).tobytes()
 
 
-def _stack(vectors: list[bytes | None]) -> np.ndarray:
-    """Stored float32 vectors as one writable matrix, zero rows where there is none: in the usual case
-    one join and one reshape. _matrix_of normalises it; rows kept already normalised (_vectors_of) are
-    read back with it as they are."""
-    dim = next((len(v) // 4 for v in vectors if v is not None), 0)
-    if vectors and dim and all(v is not None for v in vectors):
-        return np.frombuffer(bytearray().join(vectors), np.float32).reshape(len(vectors), dim)  # writable
-    out = np.zeros((len(vectors), dim), np.float32)
-    for i, v in enumerate(vectors):
-        if v is not None:
-            out[i] = np.frombuffer(v, np.float32)
-    return out
-
-
 MMAP_BYTES = 1 << 34  # 16 GiB, more than a 1 M-event database
 
 
-class SQLiteStore(SharedSQL, SQLiteEditing, SQLiteIndexes, KindCalls):
+class SQLiteStore(SearchReads, SharedSQL, SQLiteEditing, SQLiteIndexes, KindCalls):
     """Thread-safe (one connection behind a lock); readers never see half a step."""
 
     def __init__(self, path: str | Path, busy_timeout_s: float = 30.0, index_policy: IndexPolicy | None = None) -> None:
@@ -258,30 +245,9 @@ class SQLiteStore(SharedSQL, SQLiteEditing, SQLiteIndexes, KindCalls):
                               (namespace, step))
         return [records.observation(r) for r in rows]
 
-    def observations_of(self, namespace: str, event_ids: list[str]) -> tuple[list[Observation], np.ndarray]:
-        """The observations owned by these events, in stream order, with their normalised vectors (zero
-        rows where none is stored): what a search loads for its candidate events, and nothing more."""
-        def read(events: list[str]) -> dict[str, list[tuple]]:
-            out: dict[str, list[tuple]] = {e: [] for e in events}
-            rows = self._in(f"SELECT {OBS_COLS}, embedding, event FROM observations WHERE namespace=? "
-                            "AND event IN ({marks})", namespace, events)
-            for r, vec in zip(rows, self._vectors_of([r[10] for r in rows])):
-                out[r[11]].append((r[2], r[3], records.observation(r), vec))  # Observation is frozen
-            return out
-
-        found = self._reads.fetch(self._state(), ("observations", namespace), event_ids, read)
-        rows = sorted((r for rs in found.values() for r in rs), key=lambda r: (r[0], r[1]))
-        return [r[2] for r in rows], _stack([r[3] for r in rows])
-
-    def _vectors_of(self, blobs: list[bytes | None]) -> list[bytes | None]:
-        """Each blob's vector normalised, as bytes (immutable: kept between asks), None where none is
-        stored; normalised in one batch."""
-        mat = self._matrix_of(blobs)
-        return [mat[i].tobytes() if b is not None else None for i, b in enumerate(blobs)]
-
     @staticmethod
     def _matrix_of(blobs: list[bytes | None]) -> np.ndarray:
-        mat = _stack(blobs)
+        mat = stack(blobs)
         return l2_normalise(mat) if len(blobs) else mat
 
     def observation_vectors(self, namespace: str, ids: list[str]) -> np.ndarray:
@@ -310,36 +276,6 @@ class SQLiteStore(SharedSQL, SQLiteEditing, SQLiteIndexes, KindCalls):
     def get_event(self, namespace: str, event_id: str) -> Event | None:
         rows = self._rows(f"SELECT {EVENT_COLS} FROM events WHERE namespace=? AND id=?", (namespace, event_id))
         return records.event(rows[0]) if rows else None
-
-    def get_events(self, namespace: str, ids: list[str]) -> tuple[list[Event], np.ndarray]:
-        """These events (unknown ids skipped) in the order asked, with their normalised vectors."""
-        def read(wanted: list[str]) -> dict[str, tuple | None]:
-            rows = self._in(f"SELECT {EVENT_COLS}, embedding FROM events WHERE namespace=? AND id IN ({{marks}})",
-                            namespace, wanted)
-            got = {r[1]: (records.event_fields(r), vec) for r, vec in zip(rows, self._vectors_of([r[9] for r in rows]))}
-            return {i: got.get(i) for i in wanted}
-
-        rows = self._reads.fetch(self._state(), ("events", namespace), ids, read)
-        found = [r for r in rows.values() if r is not None]
-        return [records.event_from(r[0]) for r in found], _stack([r[1] for r in found])
-
-    # ------------------------------------------------------------------ relations
-    def relations_of(self, namespace: str, event_ids: list[str], within: bool = False) -> list[Relation]:
-        """Relations touching these events (both ends among them when `within`), in stored order; read by
-        source and by target per event, and kept between asks (row_cache.py)."""
-        def read(events: list[str]) -> dict[str, list[tuple]]:
-            out: dict[str, list[tuple]] = {e: [] for e in events}
-            for end in ("source", "target"):
-                for r in self._in(f"SELECT rowid, {REL_COLS} FROM relations WHERE namespace=? AND {end} IN ({{marks}})",
-                                  namespace, events):
-                    out[r[3] if end == "source" else r[4]].append((r[0], records.relation_fields(r[1:])))
-            return out
-
-        touching = self._reads.fetch(self._state(), ("relations", namespace), event_ids, read)
-        wanted = set(touching)
-        rows = {r[0]: r[1] for rs in touching.values() for r in rs  # by rowid: both ends may match
-                if not within or (r[1]["source"] in wanted and r[1]["target"] in wanted)}
-        return [records.relation_from(rows[k]) for k in sorted(rows)]
 
     # ------------------------------------------------------------------ topics
     def put_topic(self, topic: Topic, centroid: np.ndarray) -> None:
