@@ -155,5 +155,5 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         if (item.module.__name__ in INTEGRATION_MODULES or "postgres" in params.values()
-                or item.get_closest_marker("slow")):
+                or item.get_closest_marker("slow") or "built" in item.fixturenames):  # built: the dev data, ~40 s
             item.add_marker(pytest.mark.integration)
