@@ -8,7 +8,7 @@ from compassmem import Memory, Settings
 from compassmem.models import Observation
 from compassmem.search.responder import Reply
 from compassmem.search.extract import ExtractiveResponder, candidates
-from compassmem.search.rank import RankWeights, named_participants, rank_observations, subject_of
+from compassmem.search.rank import RankWeights, asks, named_participants, rank_observations, subject_of
 from compassmem.store import SQLiteStore
 
 TURNS = [
@@ -178,3 +178,47 @@ def test_search_works_with_an_unreachable_model_configured(tmp_path):
     mem.close()
     with Memory(db, llm="openai:m", base_url="http://127.0.0.1:9/v1") as online:
         assert online.search("Luna", "n")  # would fail with 'cannot reach' if it called the model
+
+
+def test_question_before_pairs_a_reply_with_the_question_turn_just_before_it(tmp_path):
+    turns = [{"id": "D1:1", "speaker": "Ana", "text": "What did you paint last week?"},
+             {"id": "D1:2", "speaker": "Ben", "text": "A sunset over the lake."},
+             {"id": "D1:3", "speaker": "Ben", "text": "Did I tell you about it?"},
+             {"id": "D1:4", "speaker": "Ben", "text": "It took three evenings."},   # same speaker: no reply
+             {"id": "D1:5", "speaker": "Ana", "text": "Lovely. I went hiking."}]   # previous turn asks nothing
+    mem = Memory(tmp_path / "q.db", embedder="hash")
+    mem.add(turns, namespace="n", step=1)
+    g = mem.graph("n")
+    asked = g.question_before()
+    pairs = {g.obs_order[i]: g.obs_order[j] for i, j in enumerate(asked) if j >= 0}
+    assert pairs == {"D1:2": "D1:1"}
+
+
+def test_reply_weight_lifts_the_answer_after_a_matching_question_turn(tmp_path):
+    g = _memory(tmp_path).graph("n")
+    row = {o: i for i, o in enumerate(g.obs_order)}
+    own = np.zeros(len(g.obs_order))
+    own[row["D1:2"]] = 1.0  # "What breed is she?" meets the question; its reply says "A border collie"
+    own[row["D1:4"]] = 0.5
+    plain = RankWeights(participant=0, event=0, relation=0, kept=0)
+    ids, _ = rank_observations(g, own, "Which breed is Luna?", [], plain)
+    assert ids.index("D1:3") > ids.index("D1:4")
+    ids, scores = rank_observations(g, own, "Which breed is Luna?", [], RankWeights(participant=0, event=0, relation=0,
+                                                                                 kept=0, reply=0.6))
+    assert ids[:2] == ["D1:2", "D1:3"] and np.isclose(scores[1], 0.6)
+
+
+def test_an_assistants_answer_is_not_lifted_as_a_reply(tmp_path):
+    turns = [{"id": "D1:1", "speaker": "user", "text": "Can you suggest a name for my bakery?"},
+             {"id": "D1:2", "speaker": "assistant", "text": "How about Crumb and Co?"},
+             {"id": "D1:3", "speaker": "user", "text": "I like it."}]
+    mem = Memory(tmp_path / "a.db", embedder="hash")
+    mem.add(turns, namespace="n", step=1)
+    assert (mem.graph("n").question_before() < 0).all()
+
+
+def test_a_question_is_told_from_a_statement():
+    for text in ("What did Ana adopt?", "when did Ben move", "Did Kate go to Bali?", "How many dogs does Ana have"):
+        assert asks(text), text
+    for text in ("Caroline: I turned down that promotion.", "Ana adopted a dog.", "Whatever happens, I stay."):
+        assert not asks(text), text

@@ -79,6 +79,7 @@ class SearchSettings(BaseModel):
     participant_weight: float = Field(0.6, ge=0, le=5, description="ranking: bonus of a turn by a person the question names")
     event_weight: float = Field(1.0, ge=0, le=5, description="ranking: share of the event's score each of its turns gets")
     relation_weight: float = Field(0.0, ge=0, le=5, description="ranking: relevance carried one hop over typed relations (0: leave-one-conversation-out across LoCoMo, REALTALK, LoCoMo-Plus and BEAM chose none over 0.1-0.4, docs/benchmarks.md; relations still guide the explorers and what a search loads)")
+    reply_weight: float = Field(0.15, ge=0, le=5, description="ranking: share of a question turn's own score its reply gets (the next turn of the session, by another person, not an assistant), for a question: the answer to 'What did you paint?' is the turn after it, which may share no word with the question asked of the memory (0.15: leave-one-conversation-out across LoCoMo, REALTALK, LoCoMo-Plus and BEAM, docs/benchmarks.md)")
     kept_weight: float = Field(0.1, ge=0, le=5, description="ranking: bonus of events the explorers kept")
     newer_window: int = Field(10, ge=0, le=200, description="newer facts first: the best-ranked observations among which a later restatement by the same person outranks an earlier one, for questions about the present (0: off; leave-one-chat-out on BEAM, docs/benchmarks.md)")
     newer_margin: float = Field(1.5, ge=0, le=10, description="newer facts first: how far below the earlier statement a later one may score and still be lifted above it")

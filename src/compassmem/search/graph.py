@@ -17,6 +17,7 @@ from ..models import REVISION_TYPES, Event, Observation, Topic
 from ..store import Store
 from ..store.base import require_namespace
 from ..text import index_terms
+from .current import speaks_for_self
 from .people import TURNS_READ, called, turns_saying
 
 
@@ -217,6 +218,26 @@ class GraphView:
                                            dtype=np.int64)
         wanted = [i for i, name in enumerate(self.speakers()) if name in names]
         return np.isin(self._speaker_codes, wanted).astype(float)
+
+    def question_before(self) -> np.ndarray:
+        """Per observation (rows in obs_order), the row of the turn it replies to, else -1: the turn just
+        before it in its session (same step, previous seq) when that turn asks something ("…?") and was
+        said by someone else, both people speaking for themselves (an assistant's long answer to a user's
+        request is not what a question about the user's life wants). Segmentation never separates a
+        question from its answer, so both are loaded together."""
+        if not hasattr(self, "_asked"):
+            asked = np.full(len(self._obs_order), -1, dtype=np.int64)
+            rows = self._obs_rows()
+            at = {(o.step, o.seq): rows[o.id] for o in self.observations.values() if o.id in rows}
+            for (step, seq), i in at.items():
+                j = at.get((step, seq - 1))
+                if j is not None:
+                    q, a = self.observations[self._obs_order[j]], self.observations[self._obs_order[i]]
+                    if (q.text.rstrip().endswith("?") and q.speaker != a.speaker and speaks_for_self(q.speaker)
+                            and speaks_for_self(a.speaker)):
+                        asked[i] = j
+            self._asked = asked
+        return self._asked
 
     def event_max(self, values: np.ndarray, fill: float = 0.0) -> np.ndarray:
         """Per event (rows of `ids`), the max of per-observation `values` (rows in obs_order; 1-D or 2-D);

@@ -6,6 +6,8 @@ Score of an observation o in event e:
     own(o)   = similarity to the question (embedding + BM25, GraphView.observation_scores)
              + subject_weight · cosine(o, the question's subject)  (search/engine.py, subject_of below)
              + participant_weight · [o's speaker is named in the question, or asks it: "my" to an assistant]
+             + reply_weight · max(own(q), 0) for the question turn q that o replies to, when the question asks
+               something (GraphView.question_before)
     event(e) = max own(o) over e's observations
              + relation_weight · mean over e's typed neighbours of max(event, 0)
              + kept_weight · [an explorer kept e]
@@ -18,6 +20,9 @@ Why each term (measured in docs/benchmarks.md, chosen by leave-one-conversation-
   do?"); the turns that answer it speak of instances of its subject ("I hit the golf course"), which
   meet the subject alone ("sports") better than the whole question;
 - a question about a person is answered by what that person said or did (the event's participants);
+- a question turn that meets the question ("What did you paint?") is answered by the turn after it ("A
+  sunset over the lake"), which may share no word with it: the reply gets a share of the question turn's
+  score, before the event term, so it also outranks the other turns of its event;
 - typed relations carry relevance one hop along the graph (the second hop of a multi-hop question) —
   the idea; measured, the offline relations do not earn it, and the default weight is 0 (docs/benchmarks.md);
 - events the explorers kept are the active search's own judgement;
@@ -45,6 +50,7 @@ class RankWeights:
     kept: float = 0.1
     newer_window: int = 0  # newer facts first (search/current.py): rows considered, 0 = off
     newer_margin: float = 0.0
+    reply: float = 0.0
 
 
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
@@ -78,6 +84,16 @@ def asker(question: str, speakers: list[str]) -> set[str]:
     return set()
 
 
+_ASKING = re.compile(r"^\W*(?:what|when|where|who|whom|whose|which|why|how|did|do|does|is|are|was|were|can|could|"
+                     r"has|have|had|will|would|should)\b", re.I)
+
+
+def asks(text: str) -> bool:
+    """Whether a text is a question (a reply answers questions; a statement recalled from memory, such as
+    a trigger for its cue, is not one)."""
+    return text.rstrip().endswith("?") or bool(_ASKING.match(text))
+
+
 def named_participants(graph: GraphView, question: str) -> set[str]:
     """Speakers of the namespace whose name (or first name) the question mentions as a word, or a name
     the conversation calls them by (search/people.py: "Kate" for the speaker recorded as "Emi")."""
@@ -100,6 +116,10 @@ def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: li
     names = named_participants(graph, question) if weights.participant else set()
     if names:
         own += weights.participant * graph.speaker_mask(names)
+    if weights.reply and asks(question):
+        asked = graph.question_before()
+        replies = asked >= 0
+        own[replies] += weights.reply * np.maximum(own[asked[replies]], 0.0)
     event = graph.event_max(own)
     if weights.relation:
         event = event + weights.relation * graph.neighbour_mean(np.maximum(event, 0.0))
