@@ -208,13 +208,15 @@ def test_reply_weight_lifts_the_answer_after_a_matching_question_turn(tmp_path):
     assert ids[:2] == ["D1:2", "D1:3"] and np.isclose(scores[1], 0.6)
 
 
-def test_an_assistants_answer_is_not_lifted_as_a_reply(tmp_path):
+def test_an_assistants_answer_is_not_a_reply_but_the_users_answer_to_it_is(tmp_path):
     turns = [{"id": "D1:1", "speaker": "user", "text": "Can you suggest a name for my bakery?"},
-             {"id": "D1:2", "speaker": "assistant", "text": "How about Crumb and Co?"},
-             {"id": "D1:3", "speaker": "user", "text": "I like it."}]
+             {"id": "D1:2", "speaker": "assistant", "text": "How about Crumb and Co? Or is it for your sister?"},
+             {"id": "D1:3", "speaker": "user", "text": "No, it is mine, I opened it in May."}]
     mem = Memory(tmp_path / "a.db", embedder="hash")
     mem.add(turns, namespace="n", step=1)
-    assert (mem.graph("n").question_before() < 0).all()
+    g = mem.graph("n")
+    pairs = {g.obs_order[i]: g.obs_order[j] for i, j in enumerate(g.question_before()) if j >= 0}
+    assert pairs == {"D1:3": "D1:2"}
 
 
 def test_a_question_is_told_from_a_statement():

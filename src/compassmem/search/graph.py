@@ -222,9 +222,10 @@ class GraphView:
     def question_before(self) -> np.ndarray:
         """Per observation (rows in obs_order), the row of the turn it replies to, else -1: the turn just
         before it in its session (same step, previous seq) when that turn asks something ("…?") and was
-        said by someone else, both people speaking for themselves (an assistant's long answer to a user's
-        request is not what a question about the user's life wants). Segmentation never separates a
-        question from its answer, so both are loaded together."""
+        said by someone else, and the reply is a person's own (an assistant's long answer to a user's
+        request is not what a question about the user's life wants; the user's answer to an assistant's
+        question is). Segmentation never separates a question from its answer, so both are loaded
+        together."""
         if not hasattr(self, "_asked"):
             asked = np.full(len(self._obs_order), -1, dtype=np.int64)
             rows = self._obs_rows()
@@ -233,8 +234,7 @@ class GraphView:
                 j = at.get((step, seq - 1))
                 if j is not None:
                     q, a = self.observations[self._obs_order[j]], self.observations[self._obs_order[i]]
-                    if (q.text.rstrip().endswith("?") and q.speaker != a.speaker and speaks_for_self(q.speaker)
-                            and speaks_for_self(a.speaker)):
+                    if q.text.rstrip().endswith("?") and q.speaker != a.speaker and speaks_for_self(a.speaker):
                         asked[i] = j
             self._asked = asked
         return self._asked
