@@ -29,6 +29,7 @@ def test_help_lists_commands():
     (["ingest", "/no/file.json", "--db", "x.db", "--format", "locomo"], "input file not found"),
     (["doctor", "--llm", "bogus"], "bad LLM spec"),
     (["bench", "scale", "--out", "o", "--sizes", "ten"], "bad --sizes"),
+    (["bench", "scale", "--out", "o", "--sizes", ","], "bad --sizes"),
     (["ask", "hi?", "--db", "/no/such/folder/with/a/name/long/enough/to/wrap/an/eighty/column/line/" + "x" * 60 + ".db"],
      "database not found"),
 ])

@@ -171,9 +171,12 @@ def _ints(text: str, flag: str) -> list[int]:
     from ..errors import ConfigError
 
     try:
-        return [int(x) for x in text.split(",")]
+        values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise ConfigError(f"bad {flag} '{text}': expected comma-separated integers") from None
+        values = []
+    if not values:
+        raise ConfigError(f"bad {flag} '{text}': expected comma-separated integers")
+    return values
 
 
 @bench_app.command()

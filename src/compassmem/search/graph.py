@@ -227,13 +227,13 @@ class GraphView:
         question is). Segmentation never separates a question from its answer, so both are loaded
         together."""
         if not hasattr(self, "_asked"):
-            asked = np.full(len(self._obs_order), -1, dtype=np.int64)
-            rows = self._obs_rows()
-            at = {(o.step, o.seq): rows[o.id] for o in self.observations.values() if o.id in rows}
-            for (step, seq), i in at.items():
-                j = at.get((step, seq - 1))
+            turns = [self.observations[o] for o in self._obs_order]
+            asked = np.full(len(turns), -1, dtype=np.int64)
+            at = {(o.step, o.seq): i for i, o in enumerate(turns)}
+            for i, a in enumerate(turns):
+                j = at.get((a.step, a.seq - 1))
                 if j is not None:
-                    q, a = self.observations[self._obs_order[j]], self.observations[self._obs_order[i]]
+                    q = turns[j]
                     if q.text.rstrip().endswith("?") and q.speaker != a.speaker and speaks_for_self(a.speaker):
                         asked[i] = j
             self._asked = asked

@@ -14,6 +14,7 @@ from ..text import index_terms
 from .postgres_schema import hnsw_indexes
 from .postgres_values import _terms
 from .rows import KINDS as _KINDS
+from .vectors import top_k
 
 EXACT_BELOW = 20_000  # rows per namespace and kind under which a search scans exactly (IndexPolicy.ann_min_rows)
 # rows under which a namespace's vectors may be kept in memory between asks and scanned exactly in numpy
@@ -89,9 +90,7 @@ class PostgresIndexes:
         if not ids:
             return []
         sims = dots(mat, l2_normalise(query))
-        top = np.argpartition(-sims, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
-        top = top[np.lexsort((top, -sims[top]))]
-        return [(ids[i], float(sims[i])) for i in top]
+        return [(ids[i], float(sims[i])) for i in top_k(sims, k)]
 
     def _rows_in(self, namespace: str, table: str) -> int:
         """A namespace's row count in a table, remembered for a few seconds (it only decides exact vs ANN)."""

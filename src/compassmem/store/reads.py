@@ -4,7 +4,7 @@ relations touching them — written once for every backend over its `sql` execut
 
 from __future__ import annotations
 
-from typing import Hashable
+from typing import Callable, Hashable
 
 import numpy as np
 
@@ -35,13 +35,8 @@ class SearchReads:
 
     sql: SQL
     _reads: ReadCache
-
-    def _state(self) -> Hashable | None:
-        raise NotImplementedError
-
-    @staticmethod
-    def _matrix_of(vectors: list) -> np.ndarray:
-        raise NotImplementedError
+    _state: Callable[[], Hashable | None]
+    _matrix_of: Callable[[list], np.ndarray]
 
     def _vectors_of(self, stored: list) -> list[bytes | None]:
         """Each stored vector normalised, as bytes (immutable: kept between asks), None where none is

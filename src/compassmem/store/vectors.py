@@ -103,7 +103,7 @@ class VectorIndex:
         sims: list[np.ndarray] = []
         if self.keys:
             s = dots(self.buf[: len(self.keys)], q)
-            top = _top(s, k)
+            top = top_k(s, k)
             keys.append(np.asarray(self.keys, np.int64)[top])
             sims.append(s[top])
         if self.base is not None and k > 0:
@@ -122,7 +122,7 @@ class VectorIndex:
         if not keys:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         allk, alls = np.concatenate(keys), np.concatenate(sims)
-        top = _top(alls, k)
+        top = top_k(alls, k)
         return allk[top], alls[top]
 
     def all_keys(self) -> set[int]:
@@ -140,7 +140,8 @@ class VectorIndex:
         return len(self.keys) + len(self.tombstones) > max(policy.delta_min_rows, policy.delta_fraction * self.base_size)
 
 
-def _top(s: np.ndarray, k: int) -> np.ndarray:
+def top_k(s: np.ndarray, k: int) -> np.ndarray:
+    """Rows of the k best scores, best first, ties in row order (as an exact SQL scan orders them)."""
     k = min(k, len(s))
     if k <= 0:
         return np.zeros(0, np.int64)
