@@ -143,6 +143,33 @@ def test_relations_of_returns_every_relation_touching_the_events(store):
     assert store.relations_of("a", ["e0"])[0] == Relation(id="r0", namespace="a", source="e0", target="e1", type="causal")
 
 
+def test_batched_writes_equal_one_by_one(store):
+    """A construction step writes its events, relations and history in batches (put_events, add_relations,
+    history.add_many): the rows must be what one call per row would leave, an observation claimed twice in a
+    batch belonging to the later event, an upsert replacing the earlier row, and an empty batch a no-op."""
+    store.ensure_namespace("a")
+    store.add_observations(_obs(n=4))
+    store.put_events([], np.zeros((0, 8), np.float32))
+    store.add_relations([])
+    store.history.add_many([])
+    events = [_event("e1", obs=("D1:0", "D1:1")), _event("e2", obs=("D1:2",)), _event("e3", obs=("D1:1", "D1:3"))]
+    store.put_events(events, np.stack([_vec(i) for i in range(3)]))
+    assert [e.id for e in store.events("a")] == ["e1", "e2", "e3"]
+    assert store.owners("a", ["D1:0", "D1:1", "D1:2", "D1:3"]) == {"D1:0": "e1", "D1:1": "e3", "D1:2": "e2", "D1:3": "e3"}
+    found, vecs = store.get_events("a", ["e2"])
+    assert found[0].summary == "summary e2" and np.allclose(vecs[0], _vec(1) / np.linalg.norm(_vec(1)), atol=1e-6)
+    store.put_events([events[1].model_copy(update={"summary": "changed"})], _vec(7)[None, :])
+    assert store.get_event("a", "e2").summary == "changed" and len(store.events("a")) == 3
+    assert store.search_events("a", _vec(7), 1)[0][0] == "e2"
+    rels = [Relation(id=f"r{i}", namespace="a", source=s, target=t, type="causal")
+            for i, (s, t) in enumerate([("e1", "e2"), ("e2", "e3")])]
+    store.add_relations(rels)
+    store.add_relations([rels[0].model_copy(update={"type": "motivation"})])
+    assert [(r.id, r.type) for r in store.relations("a")] == [("r0", "motivation"), ("r1", "causal")]
+    store.history.add_many([("a", "e1", "created", 1, ["D1:0"], "x"), ("a", "e1", "merged", 2, ["D1:1"], "y")])
+    assert [h.action for h in store.history.of("a", "e1")] == ["created", "merged"]
+
+
 def test_transaction_rolls_back_everything(store):
     store.ensure_namespace("a")
     store.add_observations(_obs())
@@ -312,6 +339,7 @@ def test_bm25_is_the_same_on_every_backend(tmp_path, pg_url):
         for s in stores:
             s.delete_namespace("b")
         same_rankings()
+        assert not pg._q("SELECT 1 FROM terms WHERE namespace='b'")  # no foreign key cascades them (v3)
         # the store's own check notices totals or postings that drifted from the rows
         pg._x("UPDATE namespaces SET total_len = total_len + 1 WHERE name = 'a'")
         pg._x("UPDATE terms SET doc_len = doc_len + 1 WHERE obs_id = 'o0'")
@@ -324,7 +352,8 @@ def test_bm25_is_the_same_on_every_backend(tmp_path, pg_url):
 
 def test_postgres_v1_database_migrates_to_postings_with_lengths(pg_url):
     """A database written by schema v1 (postings without lengths, no namespace totals) is upgraded in place
-    when opened, and its BM25 equals that of the same rows written by v2."""
+    when opened (through v3, which drops the postings' foreign key), and its BM25 equals that of the same
+    rows written by the current schema."""
     import psycopg
 
     from compassmem.store.postgres import PostgresStore
@@ -343,7 +372,8 @@ def test_postgres_v1_database_migrates_to_postings_with_lengths(pg_url):
         c.execute("INSERT INTO meta VALUES ('vector_dim', '512')")
     store = PostgresStore(pg_url)
     try:
-        assert store.meta.get("schema_version") == "2"
+        assert store.meta.get("schema_version") == "3"
+        assert not store._q("SELECT 1 FROM pg_constraint WHERE conrelid = 'terms'::regclass AND contype = 'f'")
         assert tuple(store._q("SELECT docs, total_len FROM namespaces WHERE name='a'")[0]) == (3, 7)
         hits = store.lexical_search("a", "piano", 5)
         assert [h[0] for h in hits] == ["o0", "o1"] and hits[0][1] > hits[1][1] > 0

@@ -130,12 +130,12 @@ def ingest_direct(n_events: int, db: Path, embedder: str, per_event: int = 2, ba
                                 observation_ids=[o.id for o in span], topic_id=f"t{j % 50}"))
         with store.transaction():
             store.add_observations(obs, vecs)
-            for k, (e, v) in enumerate(zip(events, ev_vecs)):
-                store.put_event(e, v)
+            store.put_events(events, ev_vecs)
+            for e, v in zip(events, ev_vecs):
                 topic_vecs.setdefault(e.topic_id, []).append(v)
-                if int(e.id[1:]) > 0:
-                    store.add_relation(Relation(id=f"r{e.id}", namespace=NAMESPACE, source=f"e{int(e.id[1:]) - 1}",
-                                                target=e.id, type="before", origin="within_step", step=e.step))
+            store.add_relations([Relation(id=f"r{e.id}", namespace=NAMESPACE, source=f"e{int(e.id[1:]) - 1}",
+                                          target=e.id, type="before", origin="within_step", step=e.step)
+                                 for e in events if int(e.id[1:]) > 0])
         store.refresh_indexes(NAMESPACE)
         done += m
         print(f"direct: {done} events, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)

@@ -231,7 +231,8 @@ class Constructor:
         judge_calls = 0
         for event, vec in zip(draft.events, draft.event_vecs):
             found = store.search_events(namespace, vec, s.judge_candidates + 8) if version else []
-            candidates = [(store.get_event(namespace, eid), sim) for eid, sim in found]
+            stored = {e.id: e for e in store.get_events(namespace, [eid for eid, _ in found])[0]}
+            candidates = [(stored.get(eid), sim) for eid, sim in found]
             candidates = [(e, sim) for e, sim in candidates if e is not None and e.step < event.step]
             d, used = decide(event, candidates, self.roles.judge, s,
                              s.max_judge_calls_per_step - judge_calls if judge else 0)
@@ -250,19 +251,22 @@ class Constructor:
         drafts_rel = draft.relations
         final_id: dict[int, str] = {}
         cross: list[Relation] = []
+        written: dict[str, tuple[Event, np.ndarray]] = {}  # the step's events, written together below
+        changes: list[tuple[str, str, str, int | None, list[str], str | None]] = []
         for i, (event, vec, decisions) in enumerate(zip(draft.events, draft.event_vecs, plan.decisions)):
             if decisions[0].kind == "merge":
-                target = store.get_event(namespace, decisions[0].target.id) or decisions[0].target
+                tid = decisions[0].target.id
+                target = (written[tid][0] if tid in written else store.get_event(namespace, tid)) or decisions[0].target
                 span = store.get_observations(namespace, target.observation_ids + event.observation_ids)
                 fused = merge_into(target, event, {o.id: (o.step, o.seq) for o in span})
-                store.put_event(fused, self.embedder.embed([fused.embed_text()])[0])
-                store.history.add(namespace, fused.id, "merged", step, event.observation_ids, event.summary)
+                written[fused.id] = (fused, self.embedder.embed([fused.embed_text()])[0])
+                changes.append((namespace, fused.id, "merged", step, event.observation_ids, event.summary))
                 final_id[i] = fused.id
                 record.events_merged += 1
                 continue
             event.topic_id = topic_ops.assign_online(store, namespace, event, vec, s, labels)
-            store.put_event(event, vec)
-            store.history.add(namespace, event.id, "created", step, event.observation_ids, event.summary)
+            written[event.id] = (event, vec)
+            changes.append((namespace, event.id, "created", step, event.observation_ids, event.summary))
             final_id[i] = event.id
             record.events_new += 1
             for d in decisions:
@@ -271,23 +275,25 @@ class Constructor:
                                           target=event.id, type=d.relation_type or "related_to", origin="cross_step",
                                           confidence=round(max(0.0, min(1.0, d.sim)), 3), step=step,
                                           evidence=d.target.observation_ids[:1] + event.observation_ids[:1]))
+        if written:
+            store.put_events([e for e, _ in written.values()], np.stack([v for _, v in written.values()]))
+        store.history.add_many(changes)
         valid_obs = {o.id for o in observations}
         seen_edges: set[tuple[str, str, str]] = set()
-        n_rel = 0
+        within: list[Relation] = []
         for r in drafts_rel:
             src, dst = final_id.get(r.source), final_id.get(r.target)
             if src is None or dst is None or src == dst:
                 continue
-            rel = Relation(id=f"r{step}.{n_rel}", namespace=namespace, source=src, target=dst, type=r.type,
+            rel = Relation(id=f"r{step}.{len(within)}", namespace=namespace, source=src, target=dst, type=r.type,
                            evidence=[x for x in r.evidence if x in valid_obs], origin="within_step", step=step)
             key = (rel.source, rel.target, rel.type)
             if key in seen_edges:
                 continue
             seen_edges.add(key)
-            store.add_relation(rel)
-            n_rel += 1
-        for rel in cross:
-            store.add_relation(rel)
+            within.append(rel)
+        store.add_relations(within + cross)
+        n_rel = len(within)
         revised = self._link_revisions(namespace, step, draft, final_id)
         record.relations = n_rel + len(cross) + revised
         record.cross_relations = len(cross)

@@ -82,6 +82,10 @@ class Store(Protocol):
 
     # --- events with embeddings
     def put_event(self, event: Event, embedding: np.ndarray) -> None: ...
+    def put_events(self, events: list[Event], embeddings: np.ndarray) -> None:
+        """Upsert several events (row i of `embeddings` is event i's vector) in one transaction and as few
+        statements as the backend allows: a construction step writes all of its events at once."""
+        ...
     def get_event(self, namespace: str, event_id: str) -> Event | None: ...
     def get_events(self, namespace: str, ids: list[str]) -> tuple[list[Event], np.ndarray]:
         """These events in the order asked (unknown ids skipped), with their normalised vectors."""
@@ -109,6 +113,9 @@ class Store(Protocol):
 
     # --- relations
     def add_relation(self, relation: Relation) -> None: ...
+    def add_relations(self, relations: list[Relation]) -> None:
+        """Upsert several relations in one statement batch."""
+        ...
     def relations(self, namespace: str) -> list[Relation]: ...
     def relations_of(self, namespace: str, event_ids: list[str], within: bool = False) -> list[Relation]:
         """Relations with either end in these events, in stored order; `within`: with both ends in them

@@ -16,9 +16,17 @@ class EventHistory:
 
     def add(self, namespace: str, event_id: str, action: str, step: int | None, observation_ids: list[str],
             summary: str | None) -> None:
-        self.sql.run("INSERT INTO event_history (namespace, event_id, at, action, step, observation_ids, summary) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                     (namespace, event_id, utcnow(), action, step, json.dumps(observation_ids), summary))
+        self.add_many([(namespace, event_id, action, step, observation_ids, summary)])
+
+    def add_many(self, entries: list[tuple[str, str, str, int | None, list[str], str | None]]) -> None:
+        """Several changes, in the order given: (namespace, event id, action, step, observation ids, summary)."""
+        if not entries:
+            return
+        at = utcnow()
+        self.sql.many("INSERT INTO event_history (namespace, event_id, at, action, step, observation_ids, summary) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                      [(ns, eid, at, action, step, json.dumps(obs), summary)
+                       for ns, eid, action, step, obs, summary in entries])
 
     def redact(self, namespace: str, event_ids: list[str]) -> int:
         """Blank the summaries recorded so far for these events (they may hold deleted text); how many."""

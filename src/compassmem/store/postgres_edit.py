@@ -21,6 +21,7 @@ class PostgresEditing:
         with self.transaction():
             rows = self._q(f"DELETE FROM observations WHERE namespace=%s AND id = ANY(%s) RETURNING {_OBS_COLS}, doc_len",
                            (namespace, list(dict.fromkeys(ids))))
+            self._x("DELETE FROM terms WHERE namespace=%s AND obs_id = ANY(%s)", (namespace, [r[1] for r in rows]))
             self._add_to_totals(namespace, -len(rows), -sum(r[-1] for r in rows))
             self._x("DELETE FROM speakers s WHERE namespace=%s AND NOT EXISTS (SELECT 1 FROM observations o WHERE "
                     "o.namespace = s.namespace AND o.speaker = s.name)", (namespace,))

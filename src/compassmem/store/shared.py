@@ -53,12 +53,17 @@ class SharedSQL:
         return out
 
     def add_relation(self, relation: Relation) -> None:
-        r = relation
-        self.sql.run("INSERT INTO relations (namespace, id, source, target, type, evidence, origin, confidence, step) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace, id) DO UPDATE SET source=excluded.source, "
-                     "target=excluded.target, type=excluded.type, evidence=excluded.evidence, origin=excluded.origin, "
-                     "confidence=excluded.confidence, step=excluded.step",
-                     (r.namespace, r.id, r.source, r.target, r.type, json.dumps(r.evidence), r.origin, r.confidence, r.step))
+        self.add_relations([relation])
+
+    def add_relations(self, relations: list[Relation]) -> None:
+        if not relations:
+            return
+        self.sql.many("INSERT INTO relations (namespace, id, source, target, type, evidence, origin, confidence, step) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace, id) DO UPDATE SET source=excluded.source, "
+                      "target=excluded.target, type=excluded.type, evidence=excluded.evidence, origin=excluded.origin, "
+                      "confidence=excluded.confidence, step=excluded.step",
+                      [(r.namespace, r.id, r.source, r.target, r.type, json.dumps(r.evidence), r.origin, r.confidence,
+                        r.step) for r in relations])
 
     def relations(self, namespace: str) -> list[Relation]:
         return [records.relation(r) for r in self.sql.rows(f"SELECT {REL_COLS} FROM relations WHERE namespace=? "

@@ -258,20 +258,25 @@ class SQLiteStore(SearchReads, SharedSQL, SQLiteEditing, SQLiteIndexes, KindCall
 
     # ------------------------------------------------------------------ events
     def put_event(self, event: Event, embedding: np.ndarray) -> None:
+        self.put_events([event], np.asarray(embedding)[None, :])
+
+    def put_events(self, events: list[Event], embeddings: np.ndarray) -> None:
+        """Row by row (each row's id goes to the vector log); SQLite has no round trips to save."""
         with self.transaction():
-            rowid = self._exec(
-                "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(namespace, id) DO UPDATE SET "
-                "step=excluded.step, summary=excluded.summary, participants=excluded.participants, "
-                "time=excluded.time, observation_ids=excluded.observation_ids, topic_id=excluded.topic_id, "
-                "history=excluded.history, embedding=excluded.embedding RETURNING rowid",
-                (event.namespace, event.id, event.step, event.summary, json.dumps(event.participants),
-                 event.time.model_dump_json(), json.dumps(event.observation_ids), event.topic_id,
-                 json.dumps(event.history), _blob(embedding)),
-            ).fetchone()[0]
-            for chunk in _chunks(event.observation_ids):
-                self._exec(f"UPDATE observations SET event=? WHERE namespace=? AND id IN ({','.join('?' * len(chunk))})",
-                           (event.id, event.namespace, *chunk))
-            self._log(event.namespace, "events", rowid)
+            for event, embedding in zip(events, embeddings):
+                rowid = self._exec(
+                    "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(namespace, id) DO UPDATE SET "
+                    "step=excluded.step, summary=excluded.summary, participants=excluded.participants, "
+                    "time=excluded.time, observation_ids=excluded.observation_ids, topic_id=excluded.topic_id, "
+                    "history=excluded.history, embedding=excluded.embedding RETURNING rowid",
+                    (event.namespace, event.id, event.step, event.summary, json.dumps(event.participants),
+                     event.time.model_dump_json(), json.dumps(event.observation_ids), event.topic_id,
+                     json.dumps(event.history), _blob(embedding)),
+                ).fetchone()[0]
+                for chunk in _chunks(event.observation_ids):
+                    self._exec(f"UPDATE observations SET event=? WHERE namespace=? AND id IN ({','.join('?' * len(chunk))})",
+                               (event.id, event.namespace, *chunk))
+                self._log(event.namespace, "events", rowid)
 
     def get_event(self, namespace: str, event_id: str) -> Event | None:
         rows = self._rows(f"SELECT {EVENT_COLS} FROM events WHERE namespace=? AND id=?", (namespace, event_id))
