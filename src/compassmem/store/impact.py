@@ -110,13 +110,29 @@ def build(rows: Iterable[tuple[int, str]], seq: int, main: LexicalBase | None = 
     term_of = np.frombuffer(term_ids, np.int64)
     doc_of = np.repeat(np.arange(n, dtype=np.int64), lens)
     pair, tf = np.unique(term_of * n + doc_of, return_counts=True)
-    term, doc = pair // n, pair % n
-    df = np.bincount(term, minlength=len(vocab)).astype(np.float64)
+    df = np.bincount(pair // n, minlength=len(vocab)).astype(np.float64)
     n_docs, avgdl = n, float(lens.mean()) or 1.0
     if main is not None and main.n_docs:
         df += main.document_frequencies(list(vocab))
         n_docs = main.n_docs + n
         avgdl = (main.avgdl * main.n_docs + float(lens.sum())) / n_docs
+    return _scored(seq, rowids, lens, pair // n, pair % n, tf, vocab, df, n_docs, avgdl, lo)
+
+
+def from_postings(rowids: np.ndarray, lengths: np.ndarray, term: np.ndarray, doc: np.ndarray, tf: np.ndarray,
+                  vocab: dict[str, int], n_docs: int, avgdl: float) -> LexicalBase | None:
+    """An impact base over postings already counted — document positions `doc` (into rowids/lengths),
+    term ids, counts, sorted by term — scored with the given N and average length: the PostgreSQL store
+    keeps one of its postings table, so BM25 is one formula in one place for both stores."""
+    if not len(rowids) or not len(term):
+        return None
+    df = np.bincount(term, minlength=len(vocab)).astype(np.float64)
+    return _scored(0, rowids, lengths, term, doc, tf, vocab, df, n_docs, avgdl or 1.0, 0)
+
+
+def _scored(seq: int, rowids: np.ndarray, lens: np.ndarray, term: np.ndarray, doc: np.ndarray, tf: np.ndarray,
+            vocab: dict[str, int], df: np.ndarray, n_docs: int, avgdl: float, lo: int) -> LexicalBase:
+    """FTS5's BM25 contribution of each (term, document) posting; postings sorted by term."""
     idf = np.log((n_docs - df + 0.5) / (df + 0.5))
     idf[idf <= 0] = 1e-6  # FTS5 floors non-positive idf the same way
     norm = K1 * (1 - B + B * lens[doc] / avgdl)

@@ -65,7 +65,7 @@ class PostgresStore(SearchReads, SharedSQL, PostgresEditing, PostgresIndexes, Ki
         self._counts: dict[tuple[str, str], tuple[int, float]] = {}
         self._dim: int | None = int(self.meta.get("vector_dim") or 0) or None
         self._reads = ReadCache()  # what searches read, between asks, while nothing is committed (row_cache.py)
-        self._scans: dict[tuple[str, str], tuple[str, int]] = {}  # vector searches per database state (_keep_vectors)
+        self._scans: dict[tuple[str, str], tuple[str, int]] = {}  # vector and BM25 searches per database state (_worth_keeping)
 
     def _state(self) -> str | None:
         """Inside a read snapshot, the snapshot itself (`pg_current_snapshot()`: which transactions' writes

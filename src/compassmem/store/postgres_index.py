@@ -11,6 +11,8 @@ import numpy as np
 
 from ..embed.base import dots, l2_normalise
 from ..text import index_terms
+from . import impact
+from .impact import LexicalBase
 from .postgres_schema import hnsw_indexes
 from .postgres_values import _terms
 from .rows import KINDS as _KINDS
@@ -20,6 +22,9 @@ EXACT_BELOW = 20_000  # rows per namespace and kind under which a search scans e
 # rows under which a namespace's vectors may be kept in memory between asks and scanned exactly in numpy
 # (~77 MB at 384 dimensions): reading them is worth it once a second search comes before the next write
 KEPT_BELOW = 50_000
+# observations under which a namespace's postings may be kept as an impact base between asks (~12 bytes
+# a posting: ~25 MB for 200 K observations of chat turns)
+POSTINGS_KEPT_BELOW = 500_000
 
 
 class PostgresIndexes:
@@ -40,7 +45,7 @@ class PostgresIndexes:
         rows = self._rows_in(namespace, table)
         scan = rows < EXACT_BELOW  # as SQLite: no ANN for small namespaces
         state = self._state() if rows < KEPT_BELOW else None
-        if state is not None and self._keep_vectors(state, namespace, kind):
+        if state is not None and self._worth_keeping(state, namespace, kind):
             return self._scan(state, namespace, kind, np.asarray(query, np.float32), k)
         want = max(2 * k, k + 16)
         cast = f"{col}::vector({self._dim})"
@@ -69,15 +74,16 @@ class PostgresIndexes:
         order = np.lexsort((np.arange(len(rows)), -sims))
         return [(rows[i][0], float(sims[i])) for i in order[:k]]
 
-    def _keep_vectors(self, state: str, namespace: str, kind: str) -> bool:
-        """Whether to scan the kept vectors: once this database state has served a second search of the
-        namespace. Reading all of them costs several SQL scans (~200 ms for 10 K events), so a memory
-        written between every two asks keeps using SQL, and one asked repeatedly reads them once."""
+    def _worth_keeping(self, state: str, namespace: str, kind: str, after: int = 2) -> bool:
+        """Whether to read all of a kind ("observations", "events", "topics" vectors, or "postings") into
+        memory: once this database state has served `after` searches of it. Reading them costs several SQL
+        scans (~200 ms for 10 K events), so a memory written between every two asks keeps using SQL, and
+        one asked repeatedly reads them once."""
         key = (namespace, kind)
         last = self._scans.get(key)
         count = last[1] + 1 if last is not None and last[0] == state else 1
         self._scans[key] = (state, count)
-        return count >= 2
+        return count >= after
 
     def _scan(self, state: str, namespace: str, kind: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The exact scan of a small namespace in numpy over its vectors, read once per database state
@@ -103,13 +109,62 @@ class PostgresIndexes:
     def lexical_search(self, namespace: str, text: str, k: int) -> list[tuple[str, float]]:
         """BM25 with FTS5's formula and parameters (k1 1.2, b 0.75, idf floored at 1e-6), from the query
         terms' postings (an index-only range scan) and the namespace's document count and total length.
-        Each score sums its terms in one order, so equal documents tie exactly and the row id decides."""
+        Each score sums its terms in one order, so equal documents tie exactly and the row id decides.
+        Inside a read snapshot that has served a second BM25 query of a namespace, from its postings kept
+        in memory instead (`_kept_postings`)."""
         terms = sorted(set(index_terms(text)))
         if not terms or k <= 0:
             return []
+        if getattr(self._local, "conn", None) is None:  # ranking looks names up after the graph's snapshot:
+            with self.snapshot():  # in one of its own, what it reads is kept (equal snapshots, one state)
+                return self.lexical_search(namespace, text, k)
         key = (tuple(terms), k)  # a name looked up by every ask that says it (search/people.py)
-        return self._reads.fetch(self._state(), ("lexical", namespace), [key],
-                                 lambda keys: {key: self._bm25(namespace, terms, k)} if keys else {})[key][:]
+        state = self._state()
+
+        def compute(keys: list) -> dict:
+            if not keys:
+                return {}
+            kept = self._kept_postings(state, namespace) if state is not None else None
+            if kept is None:
+                return {key: self._bm25(namespace, terms, k)}
+            base, ids = kept
+            rowids, scores = base.search(terms, k)
+            return {key: [(ids[int(r)], float(v)) for r, v in zip(rowids, scores)]}
+
+        return self._reads.fetch(state, ("lexical", namespace), [key], compute)[key][:]
+
+    def _kept_postings(self, state: str, namespace: str) -> tuple[LexicalBase, dict[int, str]] | None:
+        """The namespace's postings as an impact base (store/impact.py: the SQLite store's BM25 for large
+        namespaces), read once per database state, once that state has served enough BM25 queries and
+        the namespace is under POSTINGS_KEPT_BELOW observations: each new question and name then costs a
+        few posting slices in numpy instead of an aggregate in SQL (5 ms at 10 K events, 40 ms at 100 K).
+        None: use SQL."""
+        rows = self._rows_in(namespace, "observations")
+        # rent, then buy: one BM25 query in SQL costs about what reading 10 K observations' postings costs,
+        # so a state reads them only after as many queries as reading them would cost (1.3 s at 200 K rows,
+        # ~40 ms a query there): never more than twice what either way alone would have cost
+        if rows >= POSTINGS_KEPT_BELOW or not self._worth_keeping(state, namespace, "postings", 2 + rows // 10_000):
+            return None
+
+        def read(keys: list) -> dict:
+            docs = self._q("SELECT rowid, id, doc_len FROM observations WHERE namespace=%s ORDER BY rowid",
+                           (namespace,))
+            totals = self._q("SELECT docs, total_len FROM namespaces WHERE name=%s", (namespace,))
+            postings = self._q("SELECT term, obs_rowid, tf FROM terms WHERE namespace=%s", (namespace,))
+            if not docs or not totals or not postings:
+                return {key: None for key in keys}
+            rowids = np.fromiter((r[0] for r in docs), np.int64, len(docs))
+            vocab: dict[str, int] = {}
+            term = np.fromiter((vocab.setdefault(p[0], len(vocab)) for p in postings), np.int64, len(postings))
+            doc = np.searchsorted(rowids, np.fromiter((p[1] for p in postings), np.int64, len(postings)))
+            tf = np.fromiter((p[2] for p in postings), np.float64, len(postings))
+            order = np.argsort(term, kind="stable")
+            n, total = int(totals[0][0]), float(totals[0][1])
+            base = impact.from_postings(rowids, np.fromiter((r[2] for r in docs), np.int64, len(docs)),
+                                        term[order], doc[order], tf[order], vocab, n, max(total / max(n, 1), 1e-9))
+            return {key: (base, {r[0]: r[1] for r in docs}) if base is not None else None for key in keys}
+
+        return self._reads.fetch(state, ("postings", namespace), ["base"], read)["base"]
 
     def _bm25(self, namespace: str, terms: list[str], k: int) -> list[tuple[str, float]]:
         rows = self._q("""
