@@ -79,6 +79,11 @@ class Observation(BaseModel):
         extra = f" [shared image: {self.meta['image']}]" if self.meta.get("image") else ""
         return f"{when}{who}{self.text}{extra}"
 
+    def answers(self, turn: "Observation") -> bool:
+        """Whether this turn comes right after `turn` in its session and `turn` asks something ("…?"):
+        the likely answer to it, for the ranking's reply term and the offline answerer alike."""
+        return turn.step == self.step and turn.seq == self.seq - 1 and turn.text.rstrip().endswith("?")
+
 
 class EventTime(BaseModel):
     explicit: str | None = Field(default=None, description="time expression as said, e.g. 'last week'")

@@ -74,7 +74,7 @@ def candidates(observations: list[Observation]) -> list[Clause]:
     out: list[Clause] = []
     prev: Observation | None = None
     for o in observations:
-        after_question = prev is not None and prev.step == o.step and prev.seq == o.seq - 1 and _is_question(prev.text)
+        after_question = prev is not None and o.answers(prev)
         for c in clauses(o):
             if len(c.split()) >= 2 and not _is_question(c):
                 out.append(Clause(c, o, after_question))

@@ -232,10 +232,8 @@ class GraphView:
             at = {(o.step, o.seq): i for i, o in enumerate(turns)}
             for i, a in enumerate(turns):
                 j = at.get((a.step, a.seq - 1))
-                if j is not None:
-                    q = turns[j]
-                    if q.text.rstrip().endswith("?") and q.speaker != a.speaker and speaks_for_self(a.speaker):
-                        asked[i] = j
+                if j is not None and a.answers(turns[j]) and turns[j].speaker != a.speaker and speaks_for_self(a.speaker):
+                    asked[i] = j
             self._asked = asked
         return self._asked
 
