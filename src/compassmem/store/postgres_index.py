@@ -110,8 +110,9 @@ class PostgresIndexes:
         """BM25 with FTS5's formula and parameters (k1 1.2, b 0.75, idf floored at 1e-6), from the query
         terms' postings (an index-only range scan) and the namespace's document count and total length.
         Each score sums its terms in one order, so equal documents tie exactly and the row id decides.
-        Inside a read snapshot that has served a second BM25 query of a namespace, from its postings kept
-        in memory instead (`_kept_postings`)."""
+        Always read in a snapshot (its caller's, else its own), so hits are kept per database state; once
+        a state has served enough BM25 queries, from the namespace's postings kept in memory instead
+        (`_kept_postings`)."""
         terms = sorted(set(index_terms(text)))
         if not terms or k <= 0:
             return []
