@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from compassmem import Memory, Settings
 from compassmem.models import Observation
 from compassmem.search.responder import Reply
 from compassmem.search.extract import ExtractiveResponder, candidates
-from compassmem.search.rank import RankWeights, asks, named_participants, rank_observations, subject_of
+from compassmem.search.rank import (RankWeights, asks, named_participants, names_used, rank_observations, subject_of,
+                                   without_people)
 from compassmem.store import SQLiteStore
 
 TURNS = [
@@ -47,17 +49,54 @@ def test_the_subject_of_a_question_is_what_it_asks_about_without_people_places_o
     assert subject_of("Who is Kate?") is None
 
 
+@pytest.mark.parametrize("question, words, expected", [
+    ("What are Kate's hobbies?", ["Kate"], "What are hobbies?"),
+    ("What are Kate’s hobbies?", ["Kate"], "What are hobbies?"),  # a typographic apostrophe
+    ("Which cities have both, Kate and Elise, been to?", ["Kate", "Elise"], "Which cities have both, and , been to?"),
+    ("What did Caroline Smith paint?", ["Caroline Smith", "Caroline"], "What did paint?"),  # the full name first
+    ("What does kate cook?", ["Kate"], "What does cook?"),  # names as typed
+    ("What did Katerina paint?", ["Kate"], None),  # a name inside another word is not the name
+    ("What did Ana adopt?", [], None),  # nobody named
+    ("Who is Kate?", ["Kate"], None),  # nothing but the name is asked about
+])
+def test_a_question_without_the_people_it_names(question, words, expected):
+    assert without_people(question, words) == expected
+
+
+def test_the_words_a_question_uses_for_speakers(tmp_path):
+    g = _memory(tmp_path).graph("n")
+    assert names_used(g, "What did Ana and ben talk about?") == {"Ana": "Ana", "Ben": "Ben"}
+    assert names_used(g, "What is a banana?") == {}
+
+
+def _first_by_weight(tmp_path, turns: list[dict], question: str, setting: str, weights: tuple[float, ...],
+                     **fixed: float) -> dict[float, str]:
+    """The best-ranked turn for `question` with search.`setting` at each of `weights`, the other search
+    settings in `fixed`."""
+    first = {}
+    for weight in weights:
+        values = {f"search.{k}": v for k, v in fixed.items()} | {f"search.{setting}": weight}
+        mem = Memory(tmp_path / f"{setting}{weight}.db", embedder="hash", settings=Settings.load(**values))
+        mem.add(turns, namespace="n", step=1)
+        first[weight] = mem.ask(question, namespace="n").ranking[0]
+    return first
+
+
+def test_unnamed_weight_lifts_the_named_persons_own_turn_over_a_greeting_with_the_name(tmp_path):
+    turns = [{"id": "D1:1", "speaker": "Elise", "text": "Hey Kate!"},
+             {"id": "D1:2", "speaker": "Kate", "text": "Mostly skiing in winter, I love it."},
+             {"id": "D1:3", "speaker": "Elise", "text": "I bake bread on Sundays."}]
+    first = _first_by_weight(tmp_path, turns, "What does Kate love?", "unnamed_weight", (0.0, 1.0),
+                             participant_weight=0.0, event_weight=0.0, subject_weight=0.0, reply_weight=0.0)
+    assert first == {0.0: "D1:1", 1.0: "D1:2"}
+
+
 def test_subject_weight_lifts_the_turn_about_the_subject_over_one_that_shares_the_frame(tmp_path):
     turns = [{"id": "D1:1", "speaker": "Ana", "text": "What types of things did you do, Kevin?"},
              {"id": "D1:2", "speaker": "Kevin", "text": "Mostly sports: golf on Sunday."},
              {"id": "D1:3", "speaker": "Ana", "text": "My sister bakes bread every weekend."}]
-    first = {}
-    for weight in (0.0, 3.0):
-        mem = Memory(tmp_path / f"s{weight}.db", embedder="hash",
-                     settings=Settings.load(**{"search.subject_weight": weight, "search.participant_weight": 0.0,
-                                               "search.event_weight": 0.0, "search.relation_weight": 0.0}))
-        mem.add(turns, namespace="n", step=1)
-        first[weight] = mem.ask("What types of sports did Kevin do?", namespace="n").ranking[0]
+    first = _first_by_weight(tmp_path, turns, "What types of sports did Kevin do?", "subject_weight", (0.0, 3.0),
+                             participant_weight=0.0, event_weight=0.0, relation_weight=0.0)
     assert first == {0.0: "D1:1", 3.0: "D1:2"}
 
 

@@ -21,7 +21,7 @@ from .localize import Candidate, OfflineStartSelector, StartSelector, candidates
 from .planner import OfflinePlanner, Planner
 from .refine import gap_query
 from .people import as_called
-from .rank import RankWeights, rank_observations, subject_of
+from .rank import RankWeights, names_used, rank_observations, subject_of, without_people
 from .responder import Responder, evidence_line, evidence_lines
 
 _OFFLINE_SELECTOR = OfflineStartSelector()
@@ -227,6 +227,10 @@ class SearchEngine:
             return [], np.zeros(0)
         qv = self.embedder.embed([query])[0] if qv is None else qv
         own = graph.observation_scores(qv, [query])[:, 0]
+        unnamed = without_people(query, names_used(graph, query)) if s.unnamed_weight else None
+        if unnamed:
+            uv = self.embedder.embed([unnamed])[0]
+            own = (1 - s.unnamed_weight) * own + s.unnamed_weight * graph.observation_scores(uv, [unnamed])[:, 0]
         subject = subject_of(query) if s.subject_weight and graph.obs_matrix is not None else None
         if subject:
             own = own + s.subject_weight * dots(graph.obs_matrix, self.embedder.embed([subject]))[:, 0]

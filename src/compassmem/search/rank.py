@@ -3,7 +3,8 @@ answerer, using what the graph knows beyond one turn's similarity.
 
 Score of an observation o in event e:
 
-    own(o)   = similarity to the question (embedding + BM25, GraphView.observation_scores)
+    own(o)   = similarity to the question (embedding + BM25, GraphView.observation_scores), a share
+               unnamed_weight of it to the question less the people it names (without_people below)
              + subject_weight · cosine(o, the question's subject)  (search/engine.py, subject_of below)
              + participant_weight · [o's speaker is named in the question, or asks it: "my" to an assistant]
              + reply_weight · max(own(q), 0) for the question turn q that o replies to, when the question asks
@@ -19,7 +20,9 @@ Why each term (measured in docs/benchmarks.md, chosen by leave-one-conversation-
 - a question's embedding is dominated by its frame and its people ("What types of sports did Kevin
   do?"); the turns that answer it speak of instances of its subject ("I hit the golf course"), which
   meet the subject alone ("sports") better than the whole question;
-- a question about a person is answered by what that person said or did (the event's participants);
+- a question about a person is answered by what that person said or did (the event's participants),
+  which rarely says the person's name; the turns that do say it are mostly greetings and questions to
+  them ("What about you Kate?"), so the name counts through who speaks, not through the words;
 - a question turn that meets the question ("What did you paint?") is answered by the turn after it ("A
   sunset over the lake"), which may share no word with it: the reply gets a share of the question turn's
   score, before the event term, so it also outranks the other turns of its event;
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Iterable
 
 import numpy as np
 
@@ -94,16 +98,34 @@ def asks(text: str) -> bool:
     return text.rstrip().endswith("?") or bool(_ASKING.match(text))
 
 
+def names_used(graph: GraphView, question: str) -> dict[str, str]:
+    """The words the question uses for speakers of the namespace → the speaker: a speaker's name or first
+    name as a word, or a name the conversation calls them by (search/people.py: "Kate" for the speaker
+    recorded as "Emi")."""
+    found: dict[str, str] = {}
+    for name in graph.speakers():
+        for part in (name, *name.split()[:1]):
+            if len(part) > 1 and re.search(rf"(?<![\w]){re.escape(part)}(?![\w])", question, re.I):
+                found[part] = name
+    return found | graph.called(question)
+
+
 def named_participants(graph: GraphView, question: str) -> set[str]:
-    """Speakers of the namespace whose name (or first name) the question mentions as a word, or a name
-    the conversation calls them by (search/people.py: "Kate" for the speaker recorded as "Emi")."""
-    found = set()
-    speakers = graph.speakers()
-    for name in speakers:
-        parts = [name, *name.split()[:1]]
-        if any(re.search(rf"(?<![\w]){re.escape(p)}(?![\w])", question, re.I) for p in parts if len(p) > 1):
-            found.add(name)
-    return found | set(graph.called(question).values()) | asker(question, speakers)
+    """Speakers the question names (names_used), or the one asking it ("my" to an assistant)."""
+    return set(names_used(graph, question).values()) | asker(question, graph.speakers())
+
+
+def without_people(question: str, words: Iterable[str]) -> str | None:
+    """What a question asks about the people it names: the question less those names (and their
+    possessive 's). "What are Kate's hobbies?" meets "Hey Kate!" and "What about you Kate?" on the name
+    alone, in words and in meaning, while the turns that answer it ("I love skiing") are Kate's own and
+    never say her name; who said a turn is the participant term's to judge. None when no name is removed
+    or only function words remain."""
+    rest = question
+    for w in sorted(set(words), key=len, reverse=True):
+        rest = re.sub(rf"(?<![\w]){re.escape(w)}(?:['’]s)?(?![\w])", " ", rest, flags=re.I)
+    rest = " ".join(rest.split())
+    return rest if rest != question and content_words(rest) else None
 
 
 def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: list[str],
