@@ -148,10 +148,13 @@ class SearchEngine:
         if not searched:
             return Answer(question=question, namespace=graphs[0].namespace,
                           answer="Nothing is stored in this memory yet.", used_fallback=True)
-        merged = sorted(((float(score), k, oid) for k, w in enumerate(searched)
-                         for oid, score in zip(w.ranking, w.scores)),
-                        key=lambda x: -x[0])  # stable: one namespace's order is kept among equal scores
-        ranked = [(searched[k].graph, searched[k].graph.observations[oid]) for _, k, oid in merged]
+        if len(searched) == 1:
+            ranked = [(searched[0].graph, searched[0].graph.observations[oid]) for oid in searched[0].ranking]
+        else:
+            merged = sorted(((float(score), k, oid) for k, w in enumerate(searched)
+                             for oid, score in zip(w.ranking, w.scores)),
+                            key=lambda x: -x[0])  # stable: one namespace's order is kept among equal scores
+            ranked = [(searched[k].graph, searched[k].graph.observations[oid]) for _, k, oid in merged]
         ranked_obs = [o for _, o in ranked]
         n_handed = len(evidence_lines(ranked_obs, min(s.evidence_tokens, s.max_context_tokens)))
         if len(searched) == 1:

@@ -230,9 +230,11 @@ class GraphView:
             turns = [self.observations[o] for o in self._obs_order]
             asked = np.full(len(turns), -1, dtype=np.int64)
             at = {(o.step, o.seq): i for i, o in enumerate(turns)}
-            for i, a in enumerate(turns):
-                j = at.get((a.step, a.seq - 1))
-                if j is not None and a.answers(turns[j]) and turns[j].speaker != a.speaker and speaks_for_self(a.speaker):
+            for j, q in enumerate(turns):  # from the few question turns, not from every turn
+                if not q.text.rstrip().endswith("?"):
+                    continue
+                i = at.get((q.step, q.seq + 1))
+                if i is not None and turns[i].answers(q) and q.speaker != turns[i].speaker and speaks_for_self(turns[i].speaker):
                     asked[i] = j
             self._asked = asked
         return self._asked
