@@ -34,22 +34,39 @@ def test_named_speakers(question, named):
     assert named_speakers(question, ["Caroline Smith", "Melanie", "Al"]) == named
 
 
-def test_hybrid_people_names_the_speaker_the_chat_calls_by_another_name(tmp_path):
-    """hybrid_people gives the flat retriever CompassMem's people rules, so their gain is not the graph's:
-    a question about "Kate" lifts the turns of the speaker recorded as emi_22."""
+def _speaker_rankings(tmp_path, turns: list[dict], question: str) -> dict[bool, list[str]]:
+    """hybrid_speaker's (False) and hybrid_people's (True) rankings of `question` over `turns`."""
     from compassmem import Memory
     from compassmem.bench.methods import HybridTurns
     from compassmem.search.extract import ExtractiveResponder
 
     mem = Memory(tmp_path / "m.db", embedder="hash")
-    mem.add([{"id": "D1:1", "speaker": "Elise", "text": "Hey Kate! How was your weekend?"},
-             {"id": "D1:2", "speaker": "emi_22", "text": "Lovely, I went skiing in the Alps."},
-             {"id": "D1:3", "speaker": "Elise", "text": "Thanks Kate, I stayed home and read a novel."},
-             {"id": "D1:4", "speaker": "Elise", "text": "My weekend hobby is reading and cooking."}],
-            namespace="n", step=1)
+    mem.add(turns, namespace="n", step=1)
     responder = ExtractiveResponder(mem.embedder, mem.store)
-    first = {}
-    for people in (False, True):
-        method = HybridTurns(mem, responder, mem.embedder, 2, 1000, speaker=True, people=people)
-        first[people] = method.answer("n", "What is Kate's weekend hobby?").ranking[0]
-    assert first[True] == "D1:2" and first[False] != "D1:2"
+    return {people: HybridTurns(mem, responder, mem.embedder, len(turns), 1000, speaker=True,
+                                people=people).answer("n", question).ranking
+            for people in (False, True)}
+
+
+def test_hybrid_people_names_the_speaker_the_chat_calls_by_another_name(tmp_path):
+    """hybrid_people gives the flat retriever CompassMem's people rules, so their gain is not the graph's:
+    a question about "Kate" lifts the turns of the speaker recorded as emi_22."""
+    ranked = _speaker_rankings(tmp_path, [
+        {"id": "D1:1", "speaker": "Elise", "text": "Hey Kate! How was your weekend?"},
+        {"id": "D1:2", "speaker": "emi_22", "text": "Lovely, I went skiing in the Alps."},
+        {"id": "D1:3", "speaker": "Elise", "text": "Thanks Kate, I stayed home and read a novel."},
+        {"id": "D1:4", "speaker": "Elise", "text": "My weekend hobby is reading and cooking."}],
+        "What is Kate's weekend hobby?")
+    assert ranked[True][0] == "D1:2" and ranked[False][0] != "D1:2"
+
+
+def test_hybrid_people_asks_without_the_names_it_uses_for_speakers(tmp_path):
+    """CompassMem's ranking counts a named person through who speaks, not through the name in the text
+    (search.unnamed_weight); hybrid_people does the same, so that rule's gain is not the graph's either."""
+    ranked = _speaker_rankings(tmp_path, [
+        {"id": "D1:1", "speaker": "Elise", "text": "Hey Kate!"},
+        {"id": "D1:2", "speaker": "Kate", "text": "Mostly skiing in winter, I love it."},
+        {"id": "D1:3", "speaker": "Elise", "text": "I bake bread on Sundays, I love it too."}],
+        "What does Kate love?")
+    assert ranked[False][:2] == ["D1:2", "D1:1"]  # the greeting second, on the name alone
+    assert ranked[True][:2] == ["D1:2", "D1:3"]

@@ -58,6 +58,7 @@ def test_the_subject_of_a_question_is_what_it_asks_about_without_people_places_o
     ("What did Katerina paint?", ["Kate"], None),  # a name inside another word is not the name
     ("What did Ana adopt?", [], None),  # nobody named
     ("Who is Kate?", ["Kate"], None),  # nothing but the name is asked about
+    ("How many user roles did I plan?", ["user"], None),  # a role recorded as a speaker is a word, not a name
 ])
 def test_a_question_without_the_people_it_names(question, words, expected):
     assert without_people(question, words) == expected

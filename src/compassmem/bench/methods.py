@@ -20,7 +20,7 @@ from ..search.graph import approx_tokens
 from ..search.people import called, turns_saying
 from ..text import content_words
 from ..search.presets import PRESETS
-from ..search.rank import asker
+from ..search.rank import asker, without_people
 from ..search.responder import Responder, evidence_lines
 
 BASELINES = ("full_context", "rag512", "dense_turns", "bm25_turns", "hybrid_turns", "hybrid_speaker", "hybrid_people")
@@ -207,8 +207,9 @@ class HybridTurns(_Answering):
     """The retriever a LangChain or Graphiti user would build: RRF (k = 60) of the BM25 and the dense turn
     rankings; with `speaker`, one more list — the turns said by a person the question names, in the
     fused order; with `people`, a person is also named the ways CompassMem's ranking knows (a name the
-    chat calls a speaker by, "my" said to an assistant: search/people.py, rank.asker), so what those
-    rules win is not counted as the graph's."""
+    chat calls a speaker by, "my" said to an assistant: search/people.py, rank.asker) and the BM25 and
+    dense lists are asked the question less those names (rank.without_people, as the ranking's
+    unnamed_weight does), so what those rules win is not counted as the graph's."""
 
     def __init__(self, memory: Memory, responder: Responder, embedder: CachedEmbedder, k: int, max_tokens: int,
                  name: str = "hybrid_turns", speaker: bool = False, people: bool = False) -> None:
@@ -219,17 +220,21 @@ class HybridTurns(_Answering):
 
     def answer(self, namespace: str, question: str) -> MethodResult:
         t0 = time.perf_counter()
-        lists = [self.bm25.rank(namespace, question), self.dense.rank(namespace, question)]
-        fused = rrf(lists)
+        named: set[str] = set()
+        query = question
         if self.speaker:
             store = self.memory.store
             speakers = store.speakers(namespace)
             named = set(named_speakers(question, speakers))
             if self.people:
-                named |= asker(question, speakers) | set(called(
-                    question, speakers, lambda word: turns_saying(store, namespace, word)).values())
-            if named:
-                fused = rrf([*lists, [o for o in fused if o.speaker in named]])
+                aliases = called(question, speakers, lambda word: turns_saying(store, namespace, word))
+                named |= asker(question, speakers) | set(aliases.values())
+                words = [p for s in named for p in re.findall(r"[A-Za-z]{3,}", s)] + list(aliases)
+                query = without_people(question, words) or question
+        lists = [self.bm25.rank(namespace, query), self.dense.rank(namespace, query)]
+        fused = rrf(lists)
+        if named:
+            fused = rrf([*lists, [o for o in fused if o.speaker in named]])
         return self.respond(question, fused[:RANKING_DEPTH], t0, hand=self.k)
 
 

@@ -42,7 +42,7 @@ from typing import Iterable
 import numpy as np
 
 from ..text import content_words
-from .current import newer_first, speaks_for_self
+from .current import MACHINE_ROLES, newer_first, speaks_for_self
 from .graph import GraphView
 
 
@@ -57,6 +57,7 @@ class RankWeights:
     reply: float = 0.0
 
 
+ROLES = MACHINE_ROLES | {"user"}  # speakers' role names, not people's names
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
 # words that frame a question without saying what it is about ("what types of sports")
 _FRAME = {"type", "types", "kind", "kinds", "sort", "sorts", "thing", "things"}
@@ -119,10 +120,11 @@ def without_people(question: str, words: Iterable[str]) -> str | None:
     """What a question asks about the people it names: the question less those names (and their
     possessive 's). "What are Kate's hobbies?" meets "Hey Kate!" and "What about you Kate?" on the name
     alone, in words and in meaning, while the turns that answer it ("I love skiing") are Kate's own and
-    never say her name; who said a turn is the participant term's to judge. None when no name is removed
-    or only function words remain."""
+    never say her name; who said a turn is the participant term's to judge. A role a chat records as a
+    speaker ("user", "assistant") stays: in "How many user roles…?" it is a word, not a name. None when
+    no name is removed or only function words remain."""
     rest = question
-    for w in sorted(set(words), key=len, reverse=True):
+    for w in sorted({w for w in words if w.lower() not in ROLES}, key=len, reverse=True):
         rest = re.sub(rf"(?<![\w]){re.escape(w)}(?:['’]s)?(?![\w])", " ", rest, flags=re.I)
     rest = " ".join(rest.split())
     return rest if rest != question and content_words(rest) else None
