@@ -20,7 +20,6 @@ import numpy as np
 from ..embed.base import l2_normalise
 from ..errors import StoreError
 from ..models import Event, Observation, Topic, utcnow
-from . import rows as records
 from .history import EventHistory
 from .meta import Cache, Meta
 from .steps import Steps
@@ -28,7 +27,7 @@ from .reads import SearchReads
 from .row_cache import ReadCache
 from .shared import SharedSQL
 from .sql import PostgresSQL
-from .rows import EVENT_COLS as _EVENT_COLS, OBS_COLS as _OBS_COLS, KindCalls
+from .rows import KindCalls
 from .postgres_edit import PostgresEditing
 from .postgres_index import PostgresIndexes
 from .postgres_schema import MIGRATIONS, SCHEMA_VERSION
@@ -241,24 +240,6 @@ class PostgresStore(SearchReads, SharedSQL, PostgresEditing, PostgresIndexes, Ki
                 out[i] = v
         return l2_normalise(out) if len(arrays) else out
 
-    def get_observations(self, namespace: str, ids: list[str]) -> list[Observation]:
-        rows = self._q(f"SELECT {_OBS_COLS} FROM observations WHERE namespace=%s AND id = ANY(%s) ORDER BY step, seq",
-                       (namespace, list(dict.fromkeys(ids))))
-        return [records.observation(r) for r in rows]
-
-    def observations(self, namespace: str, step: int | None = None) -> list[Observation]:
-        if step is None:
-            rows = self._q(f"SELECT {_OBS_COLS} FROM observations WHERE namespace=%s ORDER BY step, seq", (namespace,))
-        else:
-            rows = self._q(f"SELECT {_OBS_COLS} FROM observations WHERE namespace=%s AND step=%s ORDER BY seq",
-                           (namespace, step))
-        return [records.observation(r) for r in rows]
-
-    def observation_vectors(self, namespace: str, ids: list[str]) -> np.ndarray:
-        found = dict(self._q("SELECT id, embedding FROM observations WHERE namespace=%s AND id = ANY(%s)",
-                             (namespace, list(dict.fromkeys(ids)))))
-        return self._matrix_of([found.get(i) for i in ids])
-
     # ------------------------------------------------------------------ events
     def put_event(self, event: Event, embedding: np.ndarray) -> None:
         self.put_events([event], np.asarray(embedding)[None, :])
@@ -285,10 +266,6 @@ class PostgresStore(SearchReads, SharedSQL, PostgresEditing, PostgresIndexes, Ki
                           "AS v(namespace, id, event) WHERE o.namespace = v.namespace AND o.id = v.id",
                           ([ns for ns, _ in owner], [oid for _, oid in owner], list(owner.values())))
 
-    def get_event(self, namespace: str, event_id: str) -> Event | None:
-        rows = self._q(f"SELECT {_EVENT_COLS} FROM events WHERE namespace=%s AND id=%s", (namespace, event_id))
-        return records.event(rows[0]) if rows else None
-
     # ------------------------------------------------------------------ topics
     def put_topic(self, topic: Topic, centroid: np.ndarray) -> None:
         self._ensure_dim(centroid)
@@ -299,10 +276,4 @@ class PostgresStore(SearchReads, SharedSQL, PostgresEditing, PostgresIndexes, Ki
     def delete_topic(self, namespace: str, topic_id: str) -> None:
         self._x("DELETE FROM topics WHERE namespace=%s AND id=%s", (namespace, topic_id))
 
-    def get_topic(self, namespace: str, topic_id: str) -> tuple[Topic, np.ndarray] | None:
-        rows = self._q("SELECT namespace,id,label,size,centroid FROM topics WHERE namespace=%s AND id=%s",
-                       (namespace, topic_id))
-        if not rows:
-            return None
-        r = rows[0]
-        return Topic(namespace=r[0], id=r[1], label=r[2], size=r[3]), _np(r[4]).copy()
+    _vector = staticmethod(_np)  # a stored vector as float32 (store/shared.py get_topic)

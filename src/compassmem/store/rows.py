@@ -74,6 +74,15 @@ class KindCalls:
                              (namespace,))
         return [r[0] for r in rows], self._matrix_of([r[1] for r in rows])
 
+    def observation_vectors(self, namespace: str, ids: list[str]) -> np.ndarray:
+        """Normalised rows for the given observation ids, in order (zeros for an id without a vector)."""
+        found: dict[str, object] = {}
+        for chunk in self.sql.chunks(list(dict.fromkeys(ids))):
+            where, args = self.sql.any_of("id", chunk)
+            found.update(self.sql.rows(f"SELECT id, embedding FROM observations WHERE namespace=? AND {where}",
+                                       (namespace, *args)))
+        return self._matrix_of([found.get(i) for i in ids])
+
     def event_matrix(self, namespace: str) -> tuple[list[str], np.ndarray]:
         """Every event's vector: re-clustering reads it (on a geometric schedule); search never does."""
         return self._table_matrix(namespace, "events")

@@ -6,17 +6,21 @@ that cite turns, and whether any text is still held. Writes that a backend's own
 from __future__ import annotations
 
 import json
+from typing import Callable
 
-from ..models import Event, Filters, Relation, Topic
+import numpy as np
+
+from ..models import Event, Filters, Observation, Relation, Topic
 from . import rows as records
-from .rows import EVENT_COLS, REL_COLS
+from .rows import EVENT_COLS, OBS_COLS, REL_COLS
 from .sql import SQL
 
 
 class SharedSQL:
-    """Mixed into each store; needs only its public `sql` executor."""
+    """Mixed into each store; needs its public `sql` executor and `_vector` (a stored vector as float32)."""
 
     sql: SQL
+    _vector: Callable[[object], np.ndarray]
 
     def namespaces(self) -> list[str]:
         return [r[0] for r in self.sql.rows("SELECT name FROM namespaces ORDER BY name")]
@@ -41,6 +45,37 @@ class SharedSQL:
             out.update((o, e) for o, e in self.sql.rows(
                 f"SELECT id, event FROM observations WHERE namespace=? AND {where}", (namespace, *args)) if e is not None)
         return out
+
+    def get_observations(self, namespace: str, ids: list[str]) -> list[Observation]:
+        """These observations (unknown ids skipped), in stream order."""
+        out: list[Observation] = []
+        for chunk in self.sql.chunks(list(dict.fromkeys(ids))):
+            where, args = self.sql.any_of("id", chunk)
+            out += [records.observation(r) for r in self.sql.rows(
+                f"SELECT {OBS_COLS} FROM observations WHERE namespace=? AND {where}", (namespace, *args))]
+        return sorted(out, key=lambda o: (o.step, o.seq))
+
+    def observations(self, namespace: str, step: int | None = None) -> list[Observation]:
+        """A namespace's observations (or one step's), in stream order."""
+        if step is None:
+            rows = self.sql.rows(f"SELECT {OBS_COLS} FROM observations WHERE namespace=? ORDER BY step, seq",
+                                 (namespace,))
+        else:
+            rows = self.sql.rows(f"SELECT {OBS_COLS} FROM observations WHERE namespace=? AND step=? ORDER BY seq",
+                                 (namespace, step))
+        return [records.observation(r) for r in rows]
+
+    def get_event(self, namespace: str, event_id: str) -> Event | None:
+        rows = self.sql.rows(f"SELECT {EVENT_COLS} FROM events WHERE namespace=? AND id=?", (namespace, event_id))
+        return records.event(rows[0]) if rows else None
+
+    def get_topic(self, namespace: str, topic_id: str) -> tuple[Topic, np.ndarray] | None:
+        rows = self.sql.rows("SELECT namespace,id,label,size,centroid FROM topics WHERE namespace=? AND id=?",
+                             (namespace, topic_id))
+        if not rows:
+            return None
+        r = rows[0]
+        return Topic(namespace=r[0], id=r[1], label=r[2], size=r[3]), self._vector(r[4]).copy()
 
     def utterances(self, namespace: str, ids: list[str]) -> list[tuple[str | None, str]]:
         """(speaker, text) of these observations, nothing else decoded: what reading who calls whom what

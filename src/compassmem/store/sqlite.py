@@ -19,7 +19,6 @@ import numpy as np
 from ..embed.base import l2_normalise
 from ..errors import StoreError
 from ..models import Event, Observation, Topic, utcnow
-from . import rows as records
 from .history import EventHistory
 from .meta import Cache, Meta
 from .steps import Steps
@@ -28,7 +27,7 @@ from .sql import SQLiteSQL
 from .impact import LexicalBase
 from .reads import SearchReads, stack
 from .row_cache import ReadCache
-from .rows import EVENT_COLS, OBS_COLS, KindCalls
+from .rows import KindCalls
 from .sqlite_edit import SQLiteEditing
 from .sqlite_index import SQLiteIndexes, _unblob
 from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_V3, SCHEMA_VERSION, fts_name, immediate, new_token,
@@ -232,29 +231,10 @@ class SQLiteStore(SearchReads, SharedSQL, SQLiteEditing, SQLiteIndexes, KindCall
     def _log(self, namespace: str, kind: str, rowid: int) -> None:
         self._exec("INSERT INTO vector_log (namespace, kind, key) VALUES (?, ?, ?)", (namespace, kind, rowid))
 
-    def get_observations(self, namespace: str, ids: list[str]) -> list[Observation]:
-        rows = self._in(f"SELECT {OBS_COLS} FROM observations WHERE namespace=? AND id IN ({{marks}})",
-                        namespace, list(dict.fromkeys(ids)))
-        return sorted((records.observation(r) for r in rows), key=lambda o: (o.step, o.seq))
-
-    def observations(self, namespace: str, step: int | None = None) -> list[Observation]:
-        if step is None:
-            rows = self._rows(f"SELECT {OBS_COLS} FROM observations WHERE namespace=? ORDER BY step, seq", (namespace,))
-        else:
-            rows = self._rows(f"SELECT {OBS_COLS} FROM observations WHERE namespace=? AND step=? ORDER BY seq",
-                              (namespace, step))
-        return [records.observation(r) for r in rows]
-
     @staticmethod
     def _matrix_of(blobs: list[bytes | None]) -> np.ndarray:
         mat = stack(blobs)
         return l2_normalise(mat) if len(blobs) else mat
-
-    def observation_vectors(self, namespace: str, ids: list[str]) -> np.ndarray:
-        """Normalised rows for the given observation ids, in order (zeros for an id without a vector)."""
-        found = dict(self._in("SELECT id, embedding FROM observations WHERE namespace=? AND id IN ({marks})",
-                              namespace, list(dict.fromkeys(ids))))
-        return self._matrix_of([found.get(i) for i in ids])
 
     # ------------------------------------------------------------------ events
     def put_event(self, event: Event, embedding: np.ndarray) -> None:
@@ -278,10 +258,6 @@ class SQLiteStore(SearchReads, SharedSQL, SQLiteEditing, SQLiteIndexes, KindCall
                                (event.id, event.namespace, *chunk))
                 self._log(event.namespace, "events", rowid)
 
-    def get_event(self, namespace: str, event_id: str) -> Event | None:
-        rows = self._rows(f"SELECT {EVENT_COLS} FROM events WHERE namespace=? AND id=?", (namespace, event_id))
-        return records.event(rows[0]) if rows else None
-
     # ------------------------------------------------------------------ topics
     def put_topic(self, topic: Topic, centroid: np.ndarray) -> None:
         with self.transaction():
@@ -296,10 +272,4 @@ class SQLiteStore(SearchReads, SharedSQL, SQLiteEditing, SQLiteIndexes, KindCall
                                        (namespace, topic_id)):
                 self._log(namespace, "topics", rowid)
 
-    def get_topic(self, namespace: str, topic_id: str) -> tuple[Topic, np.ndarray] | None:
-        rows = self._rows("SELECT namespace,id,label,size,centroid FROM topics WHERE namespace=? AND id=?",
-                          (namespace, topic_id))
-        if not rows:
-            return None
-        r = rows[0]
-        return Topic(namespace=r[0], id=r[1], label=r[2], size=r[3]), _unblob(r[4]).copy()
+    _vector = staticmethod(_unblob)  # a stored vector as float32 (store/shared.py get_topic)
