@@ -19,29 +19,6 @@ def utcnow() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-_FIELDS_SET: dict[type, set[str]] = {}
-_setattr = object.__setattr__
-
-
-def trusted(cls: type[BaseModel], fields: dict) -> BaseModel:
-    """An instance from values that were validated when they were written (rows read back from the
-    store), without validating again: a search reads ~1,000 rows per ask, and pydantic's
-    `model_construct` was a quarter of its time. `fields` must hold every field. A frozen model's
-    instances share one fields-set (nothing can add to it); a mutable one gets its own."""
-    obj = cls.__new__(cls)
-    _setattr(obj, "__dict__", fields)
-    if cls.model_config.get("frozen"):
-        shared = _FIELDS_SET.get(cls)
-        if shared is None:
-            shared = _FIELDS_SET[cls] = set(cls.model_fields)
-        _setattr(obj, "__pydantic_fields_set__", shared)
-    else:
-        _setattr(obj, "__pydantic_fields_set__", set(fields))
-    _setattr(obj, "__pydantic_extra__", None)
-    _setattr(obj, "__pydantic_private__", None)
-    return obj
-
-
 def normalise_relation_type(label: str) -> str:
     """Open vocabulary, one spelling: 'Temporal Before' and 'temporal-before' are the same edge type."""
     out = _SNAKE_RE.sub("_", label.strip().lower()).strip("_")
