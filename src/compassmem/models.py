@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .text import is_question
+
 _SNAKE_RE = re.compile(r"[^a-z0-9]+")
 
 
@@ -59,7 +61,7 @@ class Observation(BaseModel):
     def answers(self, turn: "Observation") -> bool:
         """Whether this turn comes right after `turn` in its session and `turn` asks something ("…?"):
         the likely answer to it, for the ranking's reply term and the offline answerer alike."""
-        return turn.step == self.step and turn.seq == self.seq - 1 and turn.text.rstrip().endswith("?")
+        return turn.step == self.step and turn.seq == self.seq - 1 and is_question(turn.text)
 
 
 class EventTime(BaseModel):

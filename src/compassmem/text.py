@@ -57,3 +57,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[A-Z\"'(])")
 def sentences(text: str) -> list[str]:
     """A text cut after . ! ? followed by a capital or an opening quote (good enough for turns and prose)."""
     return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+
+
+def is_question(text: str) -> bool:
+    """Whether a text asks something, by its final mark ("…?"): what a turn that is answered by the next
+    one, a clause an answer must not be, and a sentence that cannot state a change all have in common."""
+    return text.rstrip().endswith("?")

@@ -8,6 +8,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from ..text import is_question
 from .metrics import BUDGETS, paired_bootstrap, percentile
 
 RECALLS = [f"recall@{b}" for b in BUDGETS]
@@ -66,7 +67,7 @@ def summarise(rows: list[dict], timings: list[dict]) -> dict[str, Any]:
             **{k: _avg([r.get(k) for r in answered]) for k in ANSWER_METRICS},
             "newer_first": _avg([r.get("newer_first") for r in answered]),
             "newer_first_n": sum(r.get("newer_first") is not None for r in answered),
-            "answers_that_are_questions": sum(str(r["answer"]).rstrip().endswith("?") for r in answered),
+            "answers_that_are_questions": sum(is_question(str(r["answer"])) for r in answered),
             "context_tokens": _avg([r["context_tokens"] for r in answered]),
             "categories": cats,
             # a call replayed from the cache (a resumed run) is still a call the method makes

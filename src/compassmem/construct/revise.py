@@ -25,7 +25,7 @@ from ..prompts import prompt
 from ..schemas import revision_choice
 from ..search.current import REVISION, speaks_for_self
 from ..store import Store
-from ..text import index_terms, sentences
+from ..text import index_terms, is_question, sentences
 
 CHANGE = REVISION  # what a person says when a fact of theirs changes (search/current.py)
 _EXPLICIT = re.compile(r"\b(instead|switched|changed|moved|now|no longer|anymore|any more)\b", re.I)
@@ -73,7 +73,7 @@ def _claims(store: Store, embedder: CachedEmbedder, namespace: str, observations
         pool = {p.id: p for p in store.get_observations(namespace, sorted(ids))} if ids else {}
         pool.update({p.id: p for p in observations})
         earlier = [p for p in pool.values() if p.speaker == o.speaker and (p.step, p.seq) < (o.step, o.seq)]
-        parts = [(p, t) for p in earlier for t in sentences(p.text) if not _asks(t)]
+        parts = [(p, t) for p in earlier for t in sentences(p.text) if not is_question(t)]
         if not parts:
             continue
         sims = vecs @ embedder.embed([t for _, t in parts]).T
@@ -84,13 +84,9 @@ def _claims(store: Store, embedder: CachedEmbedder, namespace: str, observations
     return out
 
 
-def _asks(sentence: str) -> bool:
-    return sentence.rstrip().endswith("?")
-
-
 def _about_self(sentence: str) -> bool:
     """A statement of the speaker's own facts: a question revises nothing, nor does talk about others."""
-    return not _asks(sentence) and bool(_FIRST_PERSON.search(sentence))
+    return not is_question(sentence) and bool(_FIRST_PERSON.search(sentence))
 
 
 def negation_flips(new: str, old: str) -> bool:

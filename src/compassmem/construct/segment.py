@@ -18,6 +18,7 @@ from ..llm import LLMClient
 from ..models import Observation
 from ..prompts import prompt
 from ..schemas import SegmentOut
+from ..text import is_question
 from ..timeutil import find_expressions
 
 
@@ -94,7 +95,7 @@ class OfflineSegmenter:
         for i in range(1, len(observations)):
             group = groups[-1]
             sim = max(float(vecs[i] @ (centroid / (np.linalg.norm(centroid) or 1.0))), float(vecs[i] @ vecs[i - 1]))
-            asked = observations[i - 1].text.rstrip().endswith("?")
+            asked = is_question(observations[i - 1].text)
             shift = sim < self.settings.boundary_threshold and len(group) >= 2 and not asked
             if shift or len(group) >= self.settings.max_event_turns:
                 groups.append([i])

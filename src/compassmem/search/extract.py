@@ -26,7 +26,7 @@ from ..embed import CachedEmbedder
 from ..models import Event, Observation
 from ..store import Store
 from ..timeutil import fmt, from_iso, resolve_in_text
-from ..text import content_words
+from ..text import content_words, is_question
 from .current import about_the_present, speaks_for_self, states_change
 from .responder import WHEN, Reply, evidence_line
 
@@ -64,10 +64,6 @@ def main_part(question: str) -> str:
     return question[: m.start()] if m and len(content_words(question[: m.start()])) >= 2 else question
 
 
-def _is_question(text: str) -> bool:
-    return text.rstrip().endswith("?")
-
-
 def candidates(observations: list[Observation]) -> list[Clause]:
     """Every statement clause of the evidence; clauses of a turn right after a question are marked, since
     they are the likely answer to it."""
@@ -76,7 +72,7 @@ def candidates(observations: list[Observation]) -> list[Clause]:
     for o in observations:
         after_question = prev is not None and o.answers(prev)
         for c in clauses(o):
-            if len(c.split()) >= 2 and not _is_question(c):
+            if len(c.split()) >= 2 and not is_question(c):
                 out.append(Clause(c, o, after_question))
         prev = o
     return out

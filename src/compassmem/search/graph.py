@@ -16,7 +16,7 @@ from ..embed.base import dots
 from ..models import REVISION_TYPES, Event, Observation, Topic
 from ..store import Store
 from ..store.base import require_namespace
-from ..text import index_terms
+from ..text import index_terms, is_question
 from .current import speaks_for_self
 from .people import TURNS_READ, called, turns_saying
 
@@ -231,7 +231,7 @@ class GraphView:
             asked = np.full(len(turns), -1, dtype=np.int64)
             at = {(o.step, o.seq): i for i, o in enumerate(turns)}
             for j, q in enumerate(turns):  # from the few question turns, not from every turn
-                if not q.text.rstrip().endswith("?"):
+                if not is_question(q.text):
                     continue
                 i = at.get((q.step, q.seq + 1))
                 if i is not None and turns[i].answers(q) and q.speaker != turns[i].speaker and speaks_for_self(turns[i].speaker):

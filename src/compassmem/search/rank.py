@@ -41,7 +41,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..text import content_words
+from ..text import content_words, is_question
 from .current import MACHINE_ROLES, newer_first, speaks_for_self
 from .graph import GraphView
 
@@ -96,7 +96,7 @@ _ASKING = re.compile(r"^\W*(?:what|when|where|who|whom|whose|which|why|how|did|d
 def asks(text: str) -> bool:
     """Whether a text is a question (a reply answers questions; a statement recalled from memory, such as
     a trigger for its cue, is not one)."""
-    return text.rstrip().endswith("?") or bool(_ASKING.match(text))
+    return is_question(text) or bool(_ASKING.match(text))
 
 
 def names_used(graph: GraphView, question: str) -> dict[str, str]:
