@@ -11,7 +11,7 @@ from compassmem.construct.fuse import OfflineFusionJudge
 from compassmem.construct.relate import OfflineRelationExtractor
 from compassmem.models import Event, EventTime, Observation
 from compassmem.search.current import about_the_present, states_change
-from compassmem.search.planner import OfflinePlanner
+from compassmem.search.planner import OfflinePlanner, asks_for_several
 
 PLANS = [
     ("What did Caroline and Melanie paint?", ["What did Caroline paint", "What did Melanie paint"]),
@@ -34,6 +34,29 @@ PLANS = [
 @pytest.mark.parametrize("question, subgoals", PLANS, ids=[q for q, _ in PLANS])
 def test_the_offline_planner_splits_coordinations_into_questions_that_stand_alone(question, subgoals):
     assert OfflinePlanner().plan(question, 5) == [question.rstrip("?")] + subgoals
+
+
+SEVERAL = [
+    ("What are Kate's hobbies?", True),
+    ("What activities does Elise do with her friends?", True),
+    ("Which countries has Kevin been to?", True),
+    ("How many times did Ana run a marathon?", True),
+    ("What kinds of pastries did Ben bake?", True),
+    ("Which of Elise's recipes contain garlic?", True),
+    ("What were Ana's plans for the summer?", True),
+    ("What is Kate's favourite sport?", False),
+    ("What does Kate do on weekends?", False),
+    ("When did Caroline go to the support group?", False),
+    ("Which movie's theme is Tim's favourite?", False),  # a possessive, not a plural
+    ("What was his first job?", False),
+    ("Where does Kevin live?", False),
+    ("I finally passed the exam.", False),
+]
+
+
+@pytest.mark.parametrize("question, several", SEVERAL, ids=[q for q, _ in SEVERAL])
+def test_a_question_asking_for_a_set_is_told_from_one_asking_for_one_fact(question, several):
+    assert asks_for_several(question) is several
 
 
 def test_the_offline_refinement_asks_for_what_the_evidence_lacks():

@@ -113,6 +113,20 @@ def test_event_weight_carries_an_events_score_to_its_other_turns(tmp_path):
         assert max(ids.index(o) for o in same_event) < min(ids.index(o) for o in others)
 
 
+def test_a_question_asking_for_a_set_gives_the_best_turns_neighbours_less_of_its_event(tmp_path):
+    g = _memory(tmp_path).graph("n")
+    own = np.zeros(len(g.obs_order))
+    own[g.obs_order.index("D1:1")] = 1.0  # the best turn; its event's other turns inherit its score
+    own[g.obs_order.index("D1:4")] = 0.45  # a weaker turn said elsewhere (0.9 with its own event term)
+    if g.event_of("D1:1") == g.event_of("D1:4"):
+        pytest.skip("the segmenter put both turns in one event")
+    mate = next(o for o in g.obs_order if g.event_of(o) == g.event_of("D1:1") and o != "D1:1")
+    weights = RankWeights(participant=0, event=1.0, relation=0, kept=0, several=0.25)
+    for question, mate_first in (("What breed is the puppy?", True), ("What are the puppy's breeds?", False)):
+        ids, _ = rank_observations(g, own, question, [], weights)
+        assert (ids.index(mate) < ids.index("D1:4")) is mate_first, question
+
+
 def test_answer_ranking_covers_the_handed_evidence(tmp_path):
     mem = _memory(tmp_path, evidence_tokens=50)
     a = mem.ask("What breed is Ana's puppy?", "n")

@@ -239,7 +239,7 @@ class SearchEngine:
             own = own + s.subject_weight * dots(graph.obs_matrix, self.embedder.embed([subject]))[:, 0]
         return rank_observations(graph, own, query, kept or [], RankWeights(
             s.participant_weight, s.event_weight, s.relation_weight if s.use_relations else 0.0, s.kept_weight,
-            s.newer_window, s.newer_margin, s.reply_weight),
+            s.newer_window, s.newer_margin, s.reply_weight, s.set_event_weight),
             limit=max(RANK_DEPTH, max(s.ranking_tokens, s.evidence_tokens) // 4))
 
     def search(self, source: GraphSource, query: str, limit: int = 10) -> list[SearchHit]:

@@ -44,6 +44,7 @@ import numpy as np
 from ..text import content_words, is_question
 from .current import MACHINE_ROLES, newer_first, speaks_for_self
 from .graph import GraphView
+from .planner import asks_for_several
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class RankWeights:
     newer_window: int = 0  # newer facts first (search/current.py): rows considered, 0 = off
     newer_margin: float = 0.0
     reply: float = 0.0
+    several: float = 1.0  # share of `event` for a question that asks for a set (planner.asks_for_several)
 
 
 ROLES = MACHINE_ROLES | {"user"}  # speakers' role names, not people's names
@@ -149,7 +151,8 @@ def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: li
         event = event + weights.relation * graph.neighbour_mean(np.maximum(event, 0.0))
     if weights.kept and kept:
         event[[graph.index(e) for e in kept]] += weights.kept
-    score = own + weights.event * event[graph.obs_event]
+    share = weights.several if weights.several != 1.0 and asks_for_several(question) else 1.0
+    score = own + weights.event * share * event[graph.obs_event]
     if weights.newer_window:
         best = best_first(score, weights.newer_window)
         score = newer_first(graph, question, best, score, weights.newer_window, weights.newer_margin)
