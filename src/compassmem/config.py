@@ -61,7 +61,7 @@ class SearchSettings(BaseModel):
                                "together; exploration then decides each round of all explorers in one call and stops "
                                "when only the answer's call is left (refinement only if 2 calls are left)")
     refinement: bool = Field(True, description="one gap-aware round when subgoals stay open")
-    use_planner: bool = Field(True, description="off: the question is the only subgoal (ablation)")
+    use_planner: bool = Field(True, description="off: the question is the only subgoal and is not read as asking for a set (ablation)")
     use_topics: bool = Field(True, description="off: no topic candidates at localisation (ablation)")
     use_relations: bool = Field(True, description="off: explorers see no neighbours and the ranking has no relation term (ablation; the no_relations preset also sets neighbour_events 0)")
     max_subgoals: int = Field(5, ge=1, le=5, description="the planner's 2–5 subgoals, capped")

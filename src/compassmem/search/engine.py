@@ -237,10 +237,8 @@ class SearchEngine:
         subject = subject_of(query) if s.subject_weight and graph.obs_matrix is not None else None
         if subject:
             own = own + s.subject_weight * dots(graph.obs_matrix, self.embedder.embed([subject]))[:, 0]
-        return rank_observations(graph, own, query, kept or [], RankWeights(
-            s.participant_weight, s.event_weight, s.relation_weight if s.use_relations else 0.0, s.kept_weight,
-            s.newer_window, s.newer_margin, s.reply_weight, s.set_event_weight),
-            limit=max(RANK_DEPTH, max(s.ranking_tokens, s.evidence_tokens) // 4))
+        return rank_observations(graph, own, query, kept or [], RankWeights.from_settings(s),
+                                 limit=max(RANK_DEPTH, max(s.ranking_tokens, s.evidence_tokens) // 4))
 
     def search(self, source: GraphSource, query: str, limit: int = 10) -> list[SearchHit]:
         """Events ranked for a query, each with its matching observations and their scores: the graph's

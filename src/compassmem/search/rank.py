@@ -41,6 +41,7 @@ from typing import Iterable
 
 import numpy as np
 
+from ..config import SearchSettings
 from ..text import content_words, is_question
 from .current import MACHINE_ROLES, newer_first, speaks_for_self
 from .graph import GraphView
@@ -49,14 +50,23 @@ from .planner import asks_for_several
 
 @dataclass(frozen=True)
 class RankWeights:
-    participant: float = 0.3
-    event: float = 0.5
-    relation: float = 0.0
-    kept: float = 0.1
+    """The ranking's weights. The tuned defaults live in one place, SearchSettings (`from_settings`); the
+    optional terms here default to off (0, or a share of 1), never to a second tuned value."""
+
+    participant: float
+    event: float
+    relation: float
+    kept: float
     newer_window: int = 0  # newer facts first (search/current.py): rows considered, 0 = off
     newer_margin: float = 0.0
     reply: float = 0.0
     several: float = 1.0  # share of `event` for a question that asks for a set (planner.asks_for_several)
+
+    @classmethod
+    def from_settings(cls, s: SearchSettings) -> "RankWeights":
+        return cls(s.participant_weight, s.event_weight, s.relation_weight if s.use_relations else 0.0,
+                   s.kept_weight, s.newer_window, s.newer_margin, s.reply_weight,
+                   s.set_event_weight if s.use_planner else 1.0)  # the planner reads whether it asks for a set
 
 
 ROLES = MACHINE_ROLES | {"user"}  # speakers' role names, not people's names
