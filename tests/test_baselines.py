@@ -23,6 +23,12 @@ def test_reciprocal_rank_fusion(rankings, fused):
     assert [o.id for o in rrf([_obs(*r) for r in rankings])] == fused
 
 
+def test_a_list_weighted_down_counts_less_in_the_fusion():
+    lists = [_obs("a", "b"), _obs("b", "a")]
+    assert [o.id for o in rrf(lists)] == ["a", "b"]  # a tie: the first list's order
+    assert [o.id for o in rrf(lists, weights=[0.25, 1.0])] == ["b", "a"]
+
+
 @pytest.mark.parametrize("question, named", [
     ("What did Caroline research?", ["Caroline Smith"]),
     ("When did caroline's dog get sick?", ["Caroline Smith"]),

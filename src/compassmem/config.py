@@ -11,6 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .errors import ConfigError
 
 LEXICAL_WEIGHT = 0.2  # BM25's weight beside a semantic embedder (SearchSettings.lexical_weight unset), GraphView's default
+# the share of it a query that asks nothing keeps beside a semantic embedder (SearchSettings.statement_lexical_share unset)
+STATEMENT_LEXICAL_SHARE = 0.25
 
 
 class ConstructionSettings(BaseModel):
@@ -75,6 +77,7 @@ class SearchSettings(BaseModel):
     max_context_tokens: int = Field(3000, ge=100, description="evidence handed to a baseline's responder (harness)")
     evidence_tokens: int = Field(1000, ge=50, description="the top of the evidence ranking handed to the responder")
     ranking_tokens: int = Field(2000, ge=50, description="how much of the evidence ranking an Answer lists")
+    statement_lexical_share: float | None = Field(None, ge=0, le=1, description="share of lexical_weight for a query that asks nothing (no final \"?\": a message to recall memories by, such as a LoCoMo-Plus trigger), which shares few words with what it recalls; unset: the embedder's own — 0.25 for a semantic embedder (leave-one-conversation-out across LoCoMo, REALTALK, LoCoMo-Plus and BEAM over 0-1, docs/benchmarks.md), 1 for hash (its cosine is word overlap: BM25 is what it has)")
     subject_weight: float = Field(0.4, ge=0, le=5, description="ranking: weight of a turn's cosine to the question's subject alone (its words less people, places and question words: 'sports' in 'What types of sports did Kevin do?'; 0.4: leave-one-conversation-out across LoCoMo, REALTALK, LoCoMo-Plus and BEAM, docs/benchmarks.md)")
     unnamed_weight: float = Field(0.75, ge=0, le=1, description="ranking: share of a turn's similarity to the question taken from the question less the names of the people it names ('What are hobbies?' for 'What are Kate's hobbies?'): the name meets greetings and turns that address the person, while the turns that answer are the person's own and rarely say the name; who said a turn is the participant term's to judge (0.75: leave-one-conversation-out across LoCoMo, REALTALK, LoCoMo-Plus and BEAM, docs/benchmarks.md)")
     participant_weight: float = Field(0.6, ge=0, le=5, description="ranking: bonus of a turn by a person the question names")

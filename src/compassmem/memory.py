@@ -264,12 +264,18 @@ class Memory:
         chosen = self.settings.search.lexical_weight
         return self.embedder.lexical_weight if chosen is None else chosen
 
+    @property
+    def statement_lexical_share(self) -> float:
+        """The share of it a query that asks nothing keeps: the settings', else the embedder's own."""
+        chosen = self.settings.search.statement_lexical_share
+        return self.embedder.statement_lexical_share if chosen is None else chosen
+
     def _source(self, namespace: str, filters: Filters | dict | None = None) -> Callable[[list[str], Any], GraphView]:
         """A loader of the part of `namespace` some query texts need (search/retrieve.load_for), restricted to the
         observations that pass `filters`; a filter that passes none is an error that says so."""
         namespace = validate.namespace_name(namespace)
         allowed = passing(self.store, namespace, validate.filters(filters))
-        limits = Loading.of(self.settings.search, self.lexical_weight)
+        limits = Loading.of(self.settings.search, self.lexical_weight, self.statement_lexical_share)
 
         def load(texts: list[str], vectors: Any) -> GraphView:
             return load_for(self.store, namespace, texts, vectors, limits, allowed)

@@ -18,7 +18,7 @@ from ..memory import Memory
 from ..models import Observation, Usage
 from ..search.graph import approx_tokens
 from ..search.people import called, turns_saying
-from ..text import content_words
+from ..text import content_words, is_question
 from ..search.presets import PRESETS
 from ..search.rank import asker, without_people
 from ..search.responder import Responder, evidence_lines
@@ -183,14 +183,15 @@ class BM25Turns(_Answering):
         return self.respond(question, self.rank(namespace, question)[:RANKING_DEPTH], t0, hand=self.k)
 
 
-def rrf(rankings: list[list[Observation]], k: int = 60) -> list[Observation]:
-    """Reciprocal-rank fusion: each list adds 1 / (k + rank) to an item's score (Cormack et al. 2009; the
-    fusion Graphiti and most hybrid retrievers use). Ties keep the first list's order."""
+def rrf(rankings: list[list[Observation]], k: int = 60, weights: list[float] | None = None) -> list[Observation]:
+    """Reciprocal-rank fusion: each list adds weight / (k + rank) to an item's score (Cormack et al. 2009;
+    the fusion Graphiti and most hybrid retrievers use; weights 1 by default). Ties keep the first list's
+    order."""
     score: dict[str, float] = {}
     first: dict[str, Observation] = {}
-    for ranking in rankings:
+    for ranking, weight in zip(rankings, weights or [1.0] * len(rankings)):
         for rank, o in enumerate(ranking, 1):
-            score[o.id] = score.get(o.id, 0.0) + 1.0 / (k + rank)
+            score[o.id] = score.get(o.id, 0.0) + weight / (k + rank)
             first.setdefault(o.id, o)
     order = {oid: i for i, oid in enumerate(first)}
     return [first[oid] for oid in sorted(score, key=lambda x: (-score[x], order[x]))]
@@ -209,7 +210,8 @@ class HybridTurns(_Answering):
     fused order; with `people`, a person is also named the ways CompassMem's ranking knows (a name the
     chat calls a speaker by, "my" said to an assistant: search/people.py, rank.asker) and the BM25 and
     dense lists are asked the question less those names (rank.without_people, as the ranking's
-    unnamed_weight does), so what those rules win is not counted as the graph's."""
+    unnamed_weight does), and for a query that asks nothing the BM25 list counts the ranking's
+    `statement_lexical_share` of a list, so what those rules win is not counted as the graph's."""
 
     def __init__(self, memory: Memory, responder: Responder, embedder: CachedEmbedder, k: int, max_tokens: int,
                  name: str = "hybrid_turns", speaker: bool = False, people: bool = False) -> None:
@@ -232,9 +234,12 @@ class HybridTurns(_Answering):
                 words = [p for s in named for p in re.findall(r"[A-Za-z]{3,}", s)] + list(aliases)
                 query = without_people(question, words) or question
         lists = [self.bm25.rank(namespace, query), self.dense.rank(namespace, query)]
-        fused = rrf(lists)
+        share = 1.0
+        if self.people and not is_question(question):
+            share = self.memory.statement_lexical_share
+        fused = rrf(lists, weights=[share, 1.0])
         if named:
-            fused = rrf([*lists, [o for o in fused if o.speaker in named]])
+            fused = rrf([*lists, [o for o in fused if o.speaker in named]], weights=[share, 1.0, 1.0])
         return self.respond(question, fused[:RANKING_DEPTH], t0, hand=self.k)
 
 

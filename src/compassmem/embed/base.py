@@ -8,7 +8,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..config import LEXICAL_WEIGHT
+from ..config import LEXICAL_WEIGHT, STATEMENT_LEXICAL_SHARE
 
 
 @runtime_checkable
@@ -44,6 +44,7 @@ class CachedEmbedder:
         self.name = inner.name
         self.dim = inner.dim
         self.lexical_weight: float = getattr(inner, "lexical_weight", LEXICAL_WEIGHT)  # see SearchSettings
+        self.statement_lexical_share: float = getattr(inner, "statement_lexical_share", STATEMENT_LEXICAL_SHARE)
         self._cache: dict[str, np.ndarray] = {}
         self._max = max_items
         self._lock = threading.Lock()

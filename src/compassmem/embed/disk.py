@@ -32,8 +32,9 @@ class DiskEmbeddings:
         self.inner = inner
         self.name = inner.name
         self.dim = inner.dim
-        if hasattr(inner, "lexical_weight"):
-            self.lexical_weight = inner.lexical_weight
+        for own in ("lexical_weight", "statement_lexical_share"):  # the embedder's own search weights
+            if hasattr(inner, own):
+                setattr(self, own, getattr(inner, own))
         self.path = Path(path)
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)

@@ -11,7 +11,7 @@ first, so one hub event cannot fill the budget alone). Nothing else is read, wha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..models import Filters, Relation
 from ..store import Store
 from ..store.base import require_namespace
-from ..text import index_terms
+from ..text import index_terms, is_question
 from .graph import GraphView
 
 EXACT_FILTER_ROWS = 20_000  # a filter passing at most this many observations is searched exactly
@@ -38,10 +38,21 @@ class Loading:
     max_events: int  # best-scoring events loaded, with all their observations
     neighbours: int  # at most this many of those neighbours beyond the loaded events
     lexical_weight: float
+    statement_share: float = 1.0  # of lexical_weight, for a query that asks nothing
 
     @classmethod
-    def of(cls, s: SearchSettings, lexical_weight: float) -> "Loading":
-        return cls(s.candidates, s.candidate_events, s.expand_events, s.max_events, s.neighbour_events, lexical_weight)
+    def of(cls, s: SearchSettings, lexical_weight: float, statement_share: float = 1.0) -> "Loading":
+        """`lexical_weight` and `statement_share` resolved (the settings', else the embedder's own)."""
+        return cls(s.candidates, s.candidate_events, s.expand_events, s.max_events, s.neighbour_events, lexical_weight,
+                   statement_share)
+
+    def for_query(self, query: str) -> "Loading":
+        """The limits for one query: a message that asks nothing ("I finally got through a manga without a
+        dictionary") recalls what it does not repeat ("I've started learning Japanese"), so the words it
+        shares with a turn are mostly chance and BM25 keeps `statement_share` of its weight."""
+        if self.statement_share == 1.0 or is_question(query):
+            return self
+        return replace(self, lexical_weight=self.lexical_weight * self.statement_share)
 
 
 def load_for(store: Store, namespace: str, texts: list[str], vectors: np.ndarray, limits: Loading,
@@ -49,6 +60,7 @@ def load_for(store: Store, namespace: str, texts: list[str], vectors: np.ndarray
     """The GraphView of what `texts` (with their `vectors`) need; `allowed`: only these observations
     (a filter), over-fetched from the indexes and checked, or scored exactly when few pass."""
     vectors = np.atleast_2d(vectors)
+    limits = limits.for_query(texts[0])
     with store.snapshot():  # another process may commit a step between these reads
         require_namespace(store, namespace)
         wide, allowed_events, exact_pool = 1, None, None
