@@ -127,6 +127,25 @@ def test_a_question_asking_for_a_set_gives_the_best_turns_neighbours_less_of_its
         assert (ids.index(mate) < ids.index("D1:4")) is mate_first, question
 
 
+def test_an_assistants_reply_does_not_ride_on_the_users_turn_it_answers(tmp_path):
+    mem = Memory(tmp_path / "a.db", embedder="hash")
+    mem.add([{"id": "D1:1", "speaker": "User", "text": "I booked a session with an immigration consultant on May 20."},
+             {"id": "D1:2", "speaker": "Assistant", "text": "Great idea! Here is a long plan for preparing: " + "practise answers, " * 40}],
+            namespace="n", step=1, world_time="1 May 2024")
+    mem.add([{"id": "D2:1", "speaker": "User", "text": "My visa interview is next Tuesday."}],
+            namespace="n", step=2, world_time="8 May 2024")
+    g = mem.graph("n")
+    if g.event_of("D1:1") != g.event_of("D1:2"):
+        pytest.skip("the segmenter split the request from its reply")
+    own = np.zeros(len(g.obs_order))
+    own[g.obs_order.index("D1:1")] = 1.0
+    own[g.obs_order.index("D2:1")] = 0.4  # 0.8 with its own event term
+    for share, reply_first in ((1.0, True), (0.0, False)):
+        ids, _ = rank_observations(g, own, "When is my consultant session?", [],
+                                   RankWeights(participant=0, event=1.0, relation=0, kept=0, assistant=share))
+        assert (ids.index("D1:2") < ids.index("D2:1")) is reply_first, share
+
+
 def test_answer_ranking_covers_the_handed_evidence(tmp_path):
     mem = _memory(tmp_path, evidence_tokens=50)
     a = mem.ask("What breed is Ana's puppy?", "n")

@@ -61,12 +61,14 @@ class RankWeights:
     newer_margin: float = 0.0
     reply: float = 0.0
     several: float = 1.0  # share of `event` for a question that asks for a set (planner.asks_for_several)
+    assistant: float = 1.0  # share of the event term for an assistant's turn
 
     @classmethod
     def from_settings(cls, s: SearchSettings) -> "RankWeights":
         return cls(s.participant_weight, s.event_weight, s.relation_weight if s.use_relations else 0.0,
                    s.kept_weight, s.newer_window, s.newer_margin, s.reply_weight,
-                   s.set_event_weight if s.use_planner else 1.0)  # the planner reads whether it asks for a set
+                   s.set_event_weight if s.use_planner else 1.0,  # the planner reads whether it asks for a set
+                   s.assistant_event_share)
 
 
 ROLES = MACHINE_ROLES | {"user"}  # speakers' role names, not people's names
@@ -162,7 +164,10 @@ def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: li
     if weights.kept and kept:
         event[[graph.index(e) for e in kept]] += weights.kept
     share = weights.several if weights.several != 1.0 and asks_for_several(question) else 1.0
-    score = own + weights.event * share * event[graph.obs_event]
+    inherited = weights.event * share * event[graph.obs_event]
+    if weights.assistant != 1.0:  # an assistant's reply comes with the user's turn it answers only on its own merit
+        inherited = np.where(graph.assistant_mask(), weights.assistant * inherited, inherited)
+    score = own + inherited
     if weights.newer_window:
         best = best_first(score, weights.newer_window)
         score = newer_first(graph, question, best, score, weights.newer_window, weights.newer_margin)
