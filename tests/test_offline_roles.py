@@ -44,6 +44,12 @@ SEVERAL = [
     ("What kinds of pastries did Ben bake?", True),
     ("Which of Elise's recipes contain garlic?", True),
     ("What were Ana's plans for the summer?", True),
+    ("What martial arts has John done?", True),  # the noun before the verb, not the word after "what"
+    ("What European countries has Maria been to?", True),
+    ("In what countries has Paola been?", True),
+    ("Where has Melanie camped?", True),  # the present perfect: every time it happened
+    ("What kind of pot did Mel make with clay?", False),  # a kind of pot is one pot
+    ("What book did Melanie read?", False),
     ("What is Kate's favourite sport?", False),
     ("What does Kate do on weekends?", False),
     ("When did Caroline go to the support group?", False),

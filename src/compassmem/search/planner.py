@@ -24,19 +24,24 @@ _NAMES = re.compile(rf"(?<=\s)({_NAME}(?:,\s*{_NAME})*),?\s+(?:and|or)\s+({_NAME
 _TAIL = re.compile(rf"^(.*\s)(\d{{4}}|{_NAME})((?:,\s*(?:\d{{4}}|{_NAME}))*),?\s+(?:and|or)\s+(\d{{4}}|{_NAME})$")
 
 
-# "how many …", "what kinds of …", "what are / were …", "which of …", "what countries …": the answer is a
-# set of things, each possibly said in a different session
-_SEVERAL = re.compile(r"\bhow many\b|\b(?:what|which) (?:kinds?|types?|sorts?) of\b|^\s*(?:what|which)\s+(?:are|were)\b"
-                      r"|^\s*which\s+of\b", re.I)
-_WH_NOUN = re.compile(r"^\s*(?:what|which)\s+([a-z]+)\b", re.I)
-_NOT_PLURAL = {"is", "was", "has", "does", "this", "his", "its", "us", "as", "yes", "always", "perhaps", "plus"}
+# "how many …", "what kinds of …" (a kind of X is one X), "what are / were …", "which of …", "what has X painted?", "where has X
+# camped?" (the present perfect asks for every time it happened): the answer is a set of things, each
+# possibly said in a different session
+_SEVERAL = re.compile(r"\bhow many\b|\b(?:what|which) (?:kinds|types|sorts) of\b|^\s*(?:what|which)\s+(?:are|were)\b"
+                      r"|^\s*which\s+of\b|^\s*(?:what|where|who)\s+(?:has|have)\b", re.I)
+# the noun a wh-phrase asks about, before its verb: "What European countries has…", "In which countries did…"
+_WH_NOUN = re.compile(r"^\s*(?:(?:in|from|at|to|with|on|for)\s+)?(?:what|which)\s+(?:[\w+/'’-]+\s+){0,3}?([a-z]+)"
+                      r"(?:\s+and\s+[\w-]+)?\s+(?:did|does|do|has|have|had|is|are|was|were|can|could|will|would)\b", re.I)
+_NOT_PLURAL = {"is", "was", "has", "does", "this", "his", "its", "us", "as", "yes", "always", "perhaps", "plus", "status",
+               "news", "series", "species", "class", "business"}
 
 
 def asks_for_several(question: str) -> bool:
     """Whether a question asks for a set ("What are Kate's hobbies?", "How many times…", "Which countries
-    has Kevin been to?") rather than one fact. Such answers are single turns spread over many sessions, so
-    the ranking gives the turns around the best one less of their event's score (`search.set_event_weight`)
-    and the budget reaches more events; a one-fact answer is best read with its event around it."""
+    has Kevin been to?", "What martial arts has John done?") rather than one fact. Such answers are single
+    turns spread over many sessions, so the ranking gives the turns around the best one less of their
+    event's score (`search.set_event_weight`) and the budget reaches more events; a one-fact answer is
+    best read with its event around it."""
     if _SEVERAL.search(question):
         return True
     head = _WH_NOUN.match(question)
