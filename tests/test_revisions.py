@@ -87,6 +87,26 @@ def test_without_the_rule_the_older_statement_often_wins(tmp_path):
     assert late <= len(CASES) // 2
 
 
+def test_a_turn_too_long_to_be_a_restatement_is_not_lifted(tmp_path):
+    """A pasted document says "new" or "updated" somewhere and shares the question's words; above
+    search.newer_max_words it is not taken for a statement of a change (with no limit it is lifted)."""
+    case = next(c for c in CASES if len(c["update"].split()) < 30)
+    long_update = case["update"] + " " + " ".join(f"line {i} of the pasted log says nothing." for i in range(40))
+    mem = Memory(tmp_path / "m.db", embedder="hash")
+    mem.add(_turns(("Bob", "Tell me about yourself."), ("Alice", case["original"])), "n", step=1, world_time="2024-03-01")
+    mem.add(_turns(("Bob", "Anything new?"), ("Alice", long_update)), "n", step=2, world_time="2024-05-01")
+    g = mem.graph("n")
+    qv = mem.embedder.embed([case["question"]])[0]
+    own = g.observation_scores(qv[None], [case["question"]])[:, 0]
+    order = np.argsort(-own, kind="stable")
+    first = {}
+    for limit in (0, 100):
+        lifted = newer_first_rule(g, case["question"], order, own.copy(), 10, 1.5, limit)
+        first[limit] = g.observations[g.obs_order[int(np.argmax(lifted))]].text
+    mem.close()
+    assert first == {0: long_update, 100: case["original"]}
+
+
 def test_a_question_about_the_past_keeps_the_plain_ranking():
     assert not about_the_present("What car did Alice drive before?")
     assert not about_the_present("What was Alice's first job?")

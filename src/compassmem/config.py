@@ -89,6 +89,7 @@ class SearchSettings(BaseModel):
     kept_weight: float = Field(0.1, ge=0, le=5, description="ranking: bonus of events the explorers kept")
     newer_window: int = Field(10, ge=0, le=200, description="newer facts first: the best-ranked observations among which a later restatement by the same person outranks an earlier one, for questions about the present (0: off; leave-one-chat-out on BEAM, docs/benchmarks.md)")
     newer_margin: float = Field(1.5, ge=0, le=10, description="newer facts first: how far below the earlier statement a later one may score and still be lifted above it")
+    newer_max_words: int = Field(100, ge=0, le=10000, description="newer facts first: a turn longer than this many words is not taken for a restatement (a pasted document or a long request says 'new' somewhere; 100: leave-one-conversation-out across LoCoMo, REALTALK, LoCoMo-Plus and BEAM over 0-400, docs/benchmarks.md); 0: no limit")
 
 
 class LLMSettings(BaseModel):

@@ -69,9 +69,12 @@ def about_the_present(question: str) -> bool:
 
 
 def newer_first(graph: GraphView, question: str, order: np.ndarray, score: np.ndarray, window: int,
-                margin: float) -> np.ndarray:
+                margin: float, max_words: int = 0) -> np.ndarray:
     """`score` with each later restatement among the best `window` rows of `order` (rows best first)
-    lifted just above the best earlier statement it revises; later ones above earlier ones among several."""
+    lifted just above the best earlier statement it revises; later ones above earlier ones among several.
+    A turn of more than `max_words` words (0: no limit) is not taken for a restatement: a pasted document
+    or a long request says "new" or "updated" somewhere and shares a question's words without stating a
+    change to the thing asked about (on BEAM a 1,385-word request was lifted above both answers)."""
     if window <= 0 or not len(order) or not about_the_present(question):
         return score
     top = [int(r) for r in order[:window]]
@@ -83,7 +86,8 @@ def newer_first(graph: GraphView, question: str, order: np.ndarray, score: np.nd
     chrono = {r: k for k, r in enumerate(sorted(range(len(top)), key=lambda k: when[k]))}
     lifts: dict[int, int] = {}  # earlier row -> the latest restatement lifted above it
     for i, o in enumerate(obs):
-        if not speaks_for_self(o.speaker) or not _says_change(o.text, asked, need):
+        if (not speaks_for_self(o.speaker) or (max_words and len(o.text.split()) > max_words)
+                or not _says_change(o.text, asked, need)):
             continue
         best = None
         for j, p in enumerate(obs):

@@ -59,6 +59,7 @@ class RankWeights:
     kept: float
     newer_window: int = 0  # newer facts first (search/current.py): rows considered, 0 = off
     newer_margin: float = 0.0
+    newer_max_words: int = 0  # longer turns are not taken for restatements; 0 = no limit
     reply: float = 0.0
     several: float = 1.0  # share of `event` for a question that asks for a set (planner.asks_for_several)
     assistant: float = 1.0  # share of the event term for an assistant's turn
@@ -66,7 +67,7 @@ class RankWeights:
     @classmethod
     def from_settings(cls, s: SearchSettings) -> "RankWeights":
         return cls(s.participant_weight, s.event_weight, s.relation_weight if s.use_relations else 0.0,
-                   s.kept_weight, s.newer_window, s.newer_margin, s.reply_weight,
+                   s.kept_weight, s.newer_window, s.newer_margin, s.newer_max_words, s.reply_weight,
                    s.set_event_weight if s.use_planner else 1.0,  # the planner reads whether it asks for a set
                    s.assistant_event_share)
 
@@ -170,7 +171,8 @@ def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: li
     score = own + inherited
     if weights.newer_window:
         best = best_first(score, weights.newer_window)
-        score = newer_first(graph, question, best, score, weights.newer_window, weights.newer_margin)
+        score = newer_first(graph, question, best, score, weights.newer_window, weights.newer_margin,
+                            weights.newer_max_words)
     order = best_first(score, limit)
     return [graph.obs_order[i] for i in order], score[order]
 
