@@ -131,6 +131,36 @@ def test_cross_validation_chooses_on_the_other_conversations(tmp_path, locomo_pa
     assert (tmp_path / "cv.md").is_file()
 
 
+def test_cross_validation_leaves_one_document_out_on_narrativeqa_full_texts(tmp_path):
+    """`bench cv --data <NarrativeQA folder>` holds out each document in turn and chooses by answer recall."""
+    import subprocess
+    import sys
+
+    from test_document import BOOK
+
+    folder = tmp_path / "full"
+    folder.mkdir()
+    docs = [{"document_id": f"{i}000000000a", "kind": "gutenberg", "title": f"Tale {i}", "text": BOOK} for i in "ab"]
+    (folder / "documents.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    qa = [{"document_id": d["document_id"], "question": q, "answers": a} for d in docs
+          for q, a in (("Where did Tom find work?", ["at the docks"]), ("What did Anna do with the letter?", ["burned it"]))]
+    (folder / "qa.jsonl").write_text("\n".join(json.dumps(x) for x in qa) + "\n")
+
+    def cv(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "compassmem", "bench", "cv", "--data", str(folder), "--embedder", "hash",
+                               "--grid", "search.event_weight=0,1", "--out", str(tmp_path / "cv"), *extra],
+                              capture_output=True, text=True, timeout=300)
+
+    bad = cv("--metric", "locomo_f1")  # a conversation metric means nothing for a book
+    assert bad.returncode != 0 and "unknown --metric" in bad.stdout + bad.stderr
+    done = cv()
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((tmp_path / "cv" / "cv.json").read_text())
+    assert result["metric"] == "answer@1000" and len(result["chosen_per_heldout"]) == 2
+    assert result["cross_validated"]["n"] == 4  # every question scored once, with its document held out
+    assert "Leave-one-document-out" in (tmp_path / "cv" / "cv.md").read_text()
+
+
 def test_a_failed_answer_is_retried_on_rerun_instead_of_ending_the_run(tmp_path, locomo_path, monkeypatch):
     from compassmem.bench.methods import BM25Turns
     from compassmem.errors import DeadlineExceeded, LLMUnavailable

@@ -106,11 +106,13 @@ def run_cv(cfg: BenchConfig, grid: Grid, metric: str = "recall@1000", progress: 
 
 
 def cv_markdown(result: dict) -> str:
-    from .report import RECALLS
+    from .report import ANSWERS, RECALLS
 
     def pct(v: float | None) -> str:
         return "–" if v is None else f"{100 * v:.2f}"
 
+    if result["cross_validated"].get(ANSWERS[1]) is not None:  # documents: answer recall, no gold spans
+        return _documents_markdown(result, pct)
     cats = list(result["cross_validated"]["categories"])
     out = [f"Leave-one-conversation-out, chosen by {result['metric']}.", "",
            "| held-out conversation | settings chosen on the other conversations | their score there |", "|---|---|---|"]
@@ -125,6 +127,23 @@ def cv_markdown(result: dict) -> str:
         out.append(f"| {label} | " + " | ".join(pct(m.get(k)) for k in RECALLS) + " | " +
                    " | ".join(pct(m["categories"].get(c, {}).get("recall@1000")) for c in cats) +
                    f" | {pct(m.get('locomo_f1'))} | {pct(m.get('f1'))} |")
+    best = result["in_sample_best"]["point"]
+    out += ["", f"In-sample best: {', '.join(f'{k}={v}' for k, v in best.items())}.", ""]
+    return "\n".join(out)
+
+
+def _documents_markdown(result: dict, pct: Callable[[float | None], str]) -> str:
+    """cv.md for NarrativeQA: per held-out document, then answer recall at each budget and the answer
+    metrics, cross-validated beside the in-sample best."""
+    from .report import ANSWERS
+
+    out = [f"Leave-one-document-out, chosen by {result['metric']}.", "",
+           "| held-out document | settings chosen on the other documents | their score there |", "|---|---|---|"]
+    for ns, c in result["chosen_per_heldout"].items():
+        out.append(f"| {ns} | {', '.join(f'{k}={v}' for k, v in c['point'].items())} | {pct(c['train_score'])} |")
+    out += ["", "| | " + " | ".join(ANSWERS) + " | ROUGE-L | F1 |", "|---|" + "---|" * (len(ANSWERS) + 2)]
+    for label, m in (("cross-validated", result["cross_validated"]), ("in-sample best", result["in_sample_best"]["summary"])):
+        out.append(f"| {label} | " + " | ".join(pct(m.get(k)) for k in ANSWERS) + f" | {pct(m.get('rouge_l'))} | {pct(m.get('f1'))} |")
     best = result["in_sample_best"]["point"]
     out += ["", f"In-sample best: {', '.join(f'{k}={v}' for k, v in best.items())}.", ""]
     return "\n".join(out)

@@ -334,25 +334,31 @@ def cv_pool(runs: list[str] = typer.Argument(..., help="NAME=FOLDER of each `ben
 def cv(data: Path = DataOpt, out: Path = OutOpt,
        grid: list[str] = typer.Option(..., "--grid", help="A setting and its values, e.g. "
                                       "search.event_weight=0.25,0.5,1 (repeatable; the grid is their product)."),
-       metric: str = typer.Option("recall@1000", "--metric", help="What is maximised on the training conversations: "
-                                  "recall@500|recall@1000|recall@2000|evidence_recall|locomo_f1|f1."),
-       samples: Optional[str] = typer.Option(None, "--samples", help="Conversations (default all)."),
+       metric: Optional[str] = typer.Option(None, "--metric", help="What is maximised on the training conversations "
+                                            "or documents: recall@500|recall@1000|recall@2000|evidence_recall|locomo_f1|f1"
+                                            "|answer@500|answer@1000|answer@2000|rouge_l (default recall@1000; "
+                                            "answer@1000 for NarrativeQA)."),
+       samples: Optional[str] = typer.Option(None, "--samples", help="Conversations or documents (default all)."),
        embedder: str = typer.Option("minilm", "--embedder"),
        config: Optional[Path] = typer.Option(None, "--config")) -> None:
-    """Leave-one-conversation-out cross-validation of tuned settings on LoCoMo (offline engine).
+    """Leave-one-conversation-out cross-validation of tuned settings on a LoCoMo-schema file, or
+    leave-one-document-out on NarrativeQA full texts (--data a folder or its documents.jsonl; offline engine).
 
-    Each conversation is scored with the grid point that did best on the other conversations; the result
-    is what to expect on conversations nobody tuned on. Writes cv.json and cv.md (resumable)."""
+    Each conversation or document is scored with the grid point that did best on the others; the result
+    is what to expect on material nobody tuned on. Writes cv.json and cv.md (resumable)."""
     from ..bench.cv import parse_grid, run_cv
     from ..bench.runner import BenchConfig
     from ..config import Settings
     from ..errors import ConfigError
 
-    allowed = ("recall@500", "recall@1000", "recall@2000", "evidence_recall", "locomo_f1", "f1")
+    documents = data.is_dir() or data.name == "documents.jsonl"
+    metric = metric or ("answer@1000" if documents else "recall@1000")
+    allowed = (("answer@500", "answer@1000", "answer@2000", "rouge_l", "f1") if documents else
+               ("recall@500", "recall@1000", "recall@2000", "evidence_recall", "locomo_f1", "f1"))
     if metric not in allowed:
-        raise ConfigError(f"unknown --metric '{metric}'; one of {', '.join(allowed)}")
-    cfg = BenchConfig(dataset="locomo", data=data, out=out, methods=["compassmem"], samples=_split(samples),
-                      embedder=embedder, settings=Settings.load(config))
+        raise ConfigError(f"unknown --metric '{metric}' for this data; one of {', '.join(allowed)}")
+    cfg = BenchConfig(dataset="narrativeqa-full" if documents else "locomo", data=data, out=out,
+                      methods=["compassmem"], samples=_split(samples), embedder=embedder, settings=Settings.load(config))
     with _progress() as progress:
         result = run_cv(cfg, parse_grid(grid), metric, progress)
     command = "compassmem " + " ".join(shlex.quote(a) for a in sys.argv[1:])
