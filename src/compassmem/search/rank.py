@@ -66,10 +66,12 @@ class RankWeights:
 
     @classmethod
     def from_settings(cls, s: SearchSettings) -> "RankWeights":
-        return cls(s.participant_weight, s.event_weight, s.relation_weight if s.use_relations else 0.0,
-                   s.kept_weight, s.newer_window, s.newer_margin, s.newer_max_words, s.reply_weight,
-                   s.set_event_weight if s.use_planner else 1.0,  # the planner reads whether it asks for a set
-                   s.assistant_event_share)
+        return cls(participant=s.participant_weight, event=s.event_weight,
+                   relation=s.relation_weight if s.use_relations else 0.0, kept=s.kept_weight,
+                   newer_window=s.newer_window, newer_margin=s.newer_margin, newer_max_words=s.newer_max_words,
+                   reply=s.reply_weight,
+                   several=s.set_event_weight if s.use_planner else 1.0,  # the planner reads a set question
+                   assistant=s.assistant_event_share)
 
 
 ROLES = MACHINE_ROLES | {"user"}  # speakers' role names, not people's names
