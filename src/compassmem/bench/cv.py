@@ -106,44 +106,30 @@ def run_cv(cfg: BenchConfig, grid: Grid, metric: str = "recall@1000", progress: 
 
 
 def cv_markdown(result: dict) -> str:
+    """cv.md: the setting chosen for each held-out conversation (or NarrativeQA document), then the
+    cross-validated scores beside the in-sample best — evidence recall per budget and category for
+    conversations, answer recall per budget for documents (no gold spans)."""
     from .report import ANSWERS, RECALLS
 
     def pct(v: float | None) -> str:
         return "–" if v is None else f"{100 * v:.2f}"
 
-    if result["cross_validated"].get(ANSWERS[1]) is not None:  # documents: answer recall, no gold spans
-        return _documents_markdown(result, pct)
-    cats = list(result["cross_validated"]["categories"])
-    out = [f"Leave-one-conversation-out, chosen by {result['metric']}.", "",
-           "| held-out conversation | settings chosen on the other conversations | their score there |", "|---|---|---|"]
+    documents = result["cross_validated"].get(ANSWERS[1]) is not None
+    unit = "document" if documents else "conversation"
+    cats = [] if documents else list(result["cross_validated"]["categories"])
+    if documents:
+        head, tail = ANSWERS, [("ROUGE-L", "rouge_l"), ("F1", "f1")]
+    else:
+        head, tail = RECALLS, [("LoCoMo F1", "locomo_f1"), ("F1", "f1")]
+    out = [f"Leave-one-{unit}-out, chosen by {result['metric']}.", "",
+           f"| held-out {unit} | settings chosen on the other {unit}s | their score there |", "|---|---|---|"]
     for ns, c in result["chosen_per_heldout"].items():
         out.append(f"| {ns} | {', '.join(f'{k}={v}' for k, v in c['point'].items())} | {pct(c['train_score'])} |")
-    out += ["", "| | " + " | ".join(RECALLS) + " | " + " | ".join(f"{c} @1000" for c in cats) + " | LoCoMo F1 | F1 |",
-            "|---|" + "---|" * (len(RECALLS) + len(cats) + 2)]
-    rows: list[tuple[str, Callable[[], dict]]] = [("cross-validated", lambda: result["cross_validated"]),
-                                                  ("in-sample best", lambda: result["in_sample_best"]["summary"])]
-    for label, get in rows:
-        m = get()
-        out.append(f"| {label} | " + " | ".join(pct(m.get(k)) for k in RECALLS) + " | " +
-                   " | ".join(pct(m["categories"].get(c, {}).get("recall@1000")) for c in cats) +
-                   f" | {pct(m.get('locomo_f1'))} | {pct(m.get('f1'))} |")
-    best = result["in_sample_best"]["point"]
-    out += ["", f"In-sample best: {', '.join(f'{k}={v}' for k, v in best.items())}.", ""]
-    return "\n".join(out)
-
-
-def _documents_markdown(result: dict, pct: Callable[[float | None], str]) -> str:
-    """cv.md for NarrativeQA: per held-out document, then answer recall at each budget and the answer
-    metrics, cross-validated beside the in-sample best."""
-    from .report import ANSWERS
-
-    out = [f"Leave-one-document-out, chosen by {result['metric']}.", "",
-           "| held-out document | settings chosen on the other documents | their score there |", "|---|---|---|"]
-    for ns, c in result["chosen_per_heldout"].items():
-        out.append(f"| {ns} | {', '.join(f'{k}={v}' for k, v in c['point'].items())} | {pct(c['train_score'])} |")
-    out += ["", "| | " + " | ".join(ANSWERS) + " | ROUGE-L | F1 |", "|---|" + "---|" * (len(ANSWERS) + 2)]
+    out += ["", "| | " + " | ".join([*head, *(f"{c} @1000" for c in cats), *(t for t, _ in tail)]) + " |",
+            "|---|" + "---|" * (len(head) + len(cats) + len(tail))]
     for label, m in (("cross-validated", result["cross_validated"]), ("in-sample best", result["in_sample_best"]["summary"])):
-        out.append(f"| {label} | " + " | ".join(pct(m.get(k)) for k in ANSWERS) + f" | {pct(m.get('rouge_l'))} | {pct(m.get('f1'))} |")
+        cells = [pct(m.get(k)) for k in head] + [pct(m["categories"].get(c, {}).get("recall@1000")) for c in cats]
+        out.append(f"| {label} | " + " | ".join(cells + [pct(m.get(k)) for _, k in tail]) + " |")
     best = result["in_sample_best"]["point"]
     out += ["", f"In-sample best: {', '.join(f'{k}={v}' for k, v in best.items())}.", ""]
     return "\n".join(out)

@@ -162,9 +162,13 @@ def narrativeqa(data: Path = DataOpt, out: Path = OutOpt,
     """NarrativeQA: summaries (a .jsonl of passages) or, with a folder or documents.jsonl, whole books and
     scripts. F1, BLEU-1, BLEU-4 and ROUGE-L as the max over the reference answers, and answer recall at
     500 / 1,000 / 2,000 tokens (every content word of a reference answer inside what is handed over)."""
-    full = data.is_dir() or data.name == "documents.jsonl"
-    _run("narrativeqa-full" if full else "narrativeqa", data, out, samples, None, methods, llm, embedder, limit, limit_docs, config, base_url,
+    _run("narrativeqa-full" if _full_texts(data) else "narrativeqa", data, out, samples, None, methods, llm, embedder, limit, limit_docs, config, base_url,
          api_key, turns_k, top_k)
+
+
+def _full_texts(data: Path) -> bool:
+    """Whether --data names NarrativeQA's whole books and scripts (a folder, or its documents.jsonl)."""
+    return data.is_dir() or data.name == "documents.jsonl"
 
 
 def _ints(text: str, flag: str) -> list[int]:
@@ -351,7 +355,7 @@ def cv(data: Path = DataOpt, out: Path = OutOpt,
     from ..config import Settings
     from ..errors import ConfigError
 
-    documents = data.is_dir() or data.name == "documents.jsonl"
+    documents = _full_texts(data)
     metric = metric or ("answer@1000" if documents else "recall@1000")
     allowed = (("answer@500", "answer@1000", "answer@2000", "rouge_l", "f1") if documents else
                ("recall@500", "recall@1000", "recall@2000", "evidence_recall", "locomo_f1", "f1"))

@@ -41,9 +41,14 @@ SHARED_TERMS = 3  # content words of the question both statements contain (leave
 # at most a third of the question's own
 
 
+def said_by_assistant(speaker: str | None) -> bool:
+    """Whether a speaker is a machine role (an assistant, the system, a tool), not a person."""
+    return speaker is not None and speaker.lower() in MACHINE_ROLES
+
+
 def speaks_for_self(speaker: str | None) -> bool:
     """Whether an observation is a person's own statement: not an assistant's, and not a book's (no speaker)."""
-    return speaker is not None and speaker.lower() not in MACHINE_ROLES
+    return speaker is not None and not said_by_assistant(speaker)
 
 
 def _need(asked: set[str]) -> int:

@@ -17,7 +17,7 @@ from ..models import REVISION_TYPES, Event, Observation, Topic
 from ..store import Store
 from ..store.base import require_namespace
 from ..text import index_terms, is_question
-from .current import MACHINE_ROLES, speaks_for_self
+from .current import said_by_assistant, speaks_for_self
 from .people import TURNS_READ, called, turns_saying
 
 
@@ -213,8 +213,8 @@ class GraphView:
     def assistant_mask(self) -> np.ndarray:
         """True for the observations (in obs_order) an assistant (a machine role) said."""
         if not hasattr(self, "_assistant"):
-            self._assistant = np.array([(self.observations[o].speaker or "").lower() in MACHINE_ROLES
-                                        for o in self._obs_order], dtype=bool)
+            self._assistant = np.array([said_by_assistant(self.observations[o].speaker) for o in self._obs_order],
+                                       dtype=bool)
         return self._assistant
 
     def speaker_mask(self, names: set[str]) -> np.ndarray:

@@ -47,12 +47,17 @@ class Loading:
                    statement_share)
 
     def for_query(self, query: str) -> "Loading":
-        """The limits for one query: a message that asks nothing ("I finally got through a manga without a
-        dictionary") recalls what it does not repeat ("I've started learning Japanese"), so the words it
-        shares with a turn are mostly chance and BM25 keeps `statement_share` of its weight."""
-        if self.statement_share == 1.0 or is_question(query):
-            return self
-        return replace(self, lexical_weight=self.lexical_weight * self.statement_share)
+        """The limits for one query: BM25 keeps `lexical_share` of its weight."""
+        share = lexical_share(query, self.statement_share)
+        return self if share == 1.0 else replace(self, lexical_weight=self.lexical_weight * share)
+
+
+def lexical_share(query: str, statement_share: float) -> float:
+    """The share of BM25's weight a query keeps: a message that asks nothing ("I finally got through a
+    manga without a dictionary") recalls what it does not repeat ("I've started learning Japanese"), so
+    the words it shares with a turn are mostly chance and it keeps `statement_share`; a question keeps
+    all (the baseline hybrid_people weighs its BM25 list by the same rule)."""
+    return 1.0 if is_question(query) else statement_share
 
 
 def load_for(store: Store, namespace: str, texts: list[str], vectors: np.ndarray, limits: Loading,
