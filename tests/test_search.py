@@ -73,6 +73,9 @@ class RandomPolicy:
         threading.Event().wait(delay)
         return ExploreOut(action=action, next=nxt, satisfied=sat)
 
+    def offer(self, ctx):
+        return ctx
+
     def decide_batch(self, ctxs):
         return [self.decide(c) for c in ctxs]
 
@@ -116,14 +119,14 @@ def test_concurrent_explorers_lose_nothing_and_terminate(seed):
 def test_explorer_errors_surface_instead_of_hanging():
     g = _random_graph()
 
-    class Boom:
+    class Boom(RandomPolicy):
         def decide(self, ctx):
             raise RuntimeError("policy exploded")
 
     f = Frontier(np.ones((60, 2)), g.index, max_steps=50)
     f.push(["e0", "e1", "e2", "e3"])
     with pytest.raises(RuntimeError, match="exploded"):
-        run_rounds(3, f, g, Boom(), "q", ["a"], 3, True)
+        run_rounds(3, f, g, Boom(0), "q", ["a"], 3, True)
 
 
 @pytest.fixture
@@ -436,6 +439,32 @@ def test_the_trace_records_what_was_offered_and_why(demo_memory):
     steps = [t for t in answer.trace if t.offered]
     assert steps and all(t.why == "names the puppy" for t in answer.trace)
     assert all(len(t.next) == 1 for t in steps), "a decision with neighbours on offer moved along one"
+
+
+def test_a_model_explorer_is_shown_the_closest_neighbours_only():
+    """The menu holds `menu_size` neighbours, the most similar to the question or an open sub-goal, best
+    first; the model's numbers index that menu and the trace says how many it was offered."""
+    from compassmem.config import LLMSettings
+    from compassmem.llm import LLMClient
+    from compassmem.search.explorer import LLMPolicy, _context
+
+    g = _random_graph(seed=3)
+    eid = max(g.ids, key=lambda e: len(g.neighbours(e)))
+    sims = np.random.default_rng(3).random((len(g.ids), 3))  # events × [question, sub-goal 1, sub-goal 2]
+    frontier = Frontier(sims, g.index, 10)
+    ctx = _context(frontier, g, eid, "q", ["a", "b"], 3, True)
+    assert len(ctx.neighbours) > 3
+    policy = LLMPolicy(LLMClient(_MenuModel(pick=1), LLMSettings(cache=False)), g, sims=sims, menu_size=3)
+    shown = policy.offer(ctx)
+    best = sorted(ctx.neighbours, key=lambda n: -sims[g.index(n.event_id)].max())[:3]
+    assert [n.event_id for n in shown.neighbours] == [n.event_id for n in best]
+    assert policy.decide(shown).next == [best[0].event_id]
+    ctx.satisfied[:] = [True, False]  # sub-goal 1 met: only the question and sub-goal 2 rank the menu
+    assert [n.event_id for n in policy.offer(ctx).neighbours] == \
+        [n.event_id for n in sorted(ctx.neighbours, key=lambda n: -sims[g.index(n.event_id), [0, 2]].max())[:3]]
+    frontier.push([eid])
+    run_rounds(1, frontier, g, policy, "q", ["a", "b"], 3, True, batched=True, max_rounds=1)
+    assert frontier.trace[0].offered == 3
 
 
 @pytest.mark.slow

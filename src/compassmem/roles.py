@@ -39,6 +39,6 @@ def search_roles(llm: LLMClient | None, embedder: CachedEmbedder, settings: Sett
     if llm is None or (mode or settings.search.mode) == "graph":
         return SearchRoles(OfflinePlanner(), OfflineStartSelector(), lambda graph, sims: OfflinePolicy(graph, sims),
                            ExtractiveResponder(embedder, store) if llm is None else LLMResponder(llm))
-    show = settings.search.use_relations
-    return SearchRoles(LLMPlanner(llm), LLMStartSelector(llm), lambda graph, sims: LLMPolicy(llm, graph, show),
+    show, menu = settings.search.use_relations, settings.search.menu_size
+    return SearchRoles(LLMPlanner(llm), LLMStartSelector(llm), lambda graph, sims: LLMPolicy(llm, graph, show, sims, menu),
                        LLMResponder(llm))

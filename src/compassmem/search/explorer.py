@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextvars
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
@@ -32,6 +32,10 @@ class StepContext:
 
 
 class ExplorerPolicy(Protocol):
+    def offer(self, ctx: StepContext) -> StepContext:
+        """The step as this policy sees it (which neighbours it may choose from)."""
+        ...
+
     def decide(self, ctx: StepContext) -> ExploreOut: ...
 
     def decide_batch(self, ctxs: list[StepContext]) -> list[ExploreOut]:
@@ -52,6 +56,9 @@ class OfflinePolicy:
         ref[ref <= 0] = 1.0
         self.rel = sims / ref  # events × [question, subgoals], 1.0 = the best event for that column
         self.keep_ratio, self.satisfy_ratio, self.follow_ratio = keep_ratio, satisfy_ratio, follow_ratio
+
+    def offer(self, ctx: StepContext) -> StepContext:
+        return ctx  # scores every neighbour: arithmetic, not reading
 
     def _lexical(self, text: str, goal: str) -> float:
         want = set(content_words(goal))
@@ -87,10 +94,23 @@ class LLMPolicy:
     sub-goals by number; the output schema (schemas.explore_choice) only admits those numbers, and the
     answer is mapped back to event ids here, with the model's one-line reason kept for the trace."""
 
-    def __init__(self, llm: LLMClient, graph: GraphView, show_relations: bool = True) -> None:
+    def __init__(self, llm: LLMClient, graph: GraphView, show_relations: bool = True, sims: np.ndarray | None = None,
+                 menu_size: int = 5) -> None:
         self.llm = llm
         self.graph = graph
         self.show_relations = show_relations
+        self.sims = sims  # events × [question, sub-goals], as the offline policy gets them
+        self.menu_size = menu_size
+
+    def offer(self, ctx: StepContext) -> StepContext:
+        """Only the `menu_size` neighbours most similar to the question or an open sub-goal: a LoCoMo event
+        has a median of 17 neighbours (p90 40), and a menu of all of them made one round's prompt several
+        thousand tokens for a 1.5B model to choose from."""
+        if self.sims is None or len(ctx.neighbours) <= self.menu_size:
+            return ctx
+        cols = [0, *(j + 1 for j, s in enumerate(ctx.satisfied) if not s)]
+        best = sorted(ctx.neighbours, key=lambda n: -float(self.sims[self.graph.index(n.event_id), cols].max()))
+        return replace(ctx, neighbours=best[: self.menu_size])
 
     @staticmethod
     def _open(ctx: StepContext) -> tuple[int, ...]:
@@ -103,20 +123,21 @@ class LLMPolicy:
 
     def _kept(self, ctx: StepContext) -> str:
         """Kept events by their summaries, newest last: whole spans made prompts of 6 K characters."""
-        return "\n".join(f"- ({e.time.label()}) {e.summary[:240]}" for e in ctx.kept)[-2400:] or "(none)"
+        return "\n".join(f"- ({e.time.label()}) {_clip(e.summary, 200)}" for e in ctx.kept)[-1600:] or "(none)"
 
     def _menu(self, ctx: StepContext) -> str:
         rows = []
         for k, n in enumerate(ctx.neighbours, 1):
             e = self.graph.events[n.event_id]
             how = (f"{n.type} {'→' if n.outgoing else '←'} " if self.show_relations else "")
-            rows.append(f"{k}. {how}({e.time.label()}; {', '.join(e.participants) or 'unknown'}) {e.summary[:200]}")
+            rows.append(f"{k}. {how}({e.time.label()}; {', '.join(e.participants) or 'unknown'}) {_clip(e.summary, 150)}")
         return "\n".join(rows) or "(none: this event has no unvisited neighbour)"
 
     def _current(self, ctx: StepContext) -> str:
         """The event's summary and the one source turn that best matches the question, not its whole span."""
         line = self.graph.best_line(ctx.event, ctx.question)
-        return f"{ctx.event.summary}\nBest matching turn: {line}" if line else ctx.event.summary
+        summary = _clip(ctx.event.summary, 400)  # offline summaries run to a median 724 characters on LoCoMo
+        return f"{summary}\nBest matching turn: {line}" if line else summary
 
     @staticmethod
     def _decision(ctx: StepContext, choice) -> ExploreOut:
@@ -149,6 +170,10 @@ class LLMPolicy:
                                   subgoals=self._goals(ctxs[0]), kept=self._kept(ctxs[0]), events="\n\n".join(blocks),
                                   max_next=ctxs[0].max_next, n=len(ctxs))
         return [self._decision(c, getattr(out, f"event_{i}")) for i, c in enumerate(ctxs, 1)]
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _context(frontier: Frontier, graph: GraphView, eid: str, question: str, subgoals: list[str], max_next: int,
@@ -187,7 +212,8 @@ def run_rounds(n: int, frontier: Frontier, graph: GraphView, policy: ExplorerPol
             if not claimed:
                 return
             rounds += 1
-            ctxs = [_context(frontier, graph, eid, question, subgoals, max_next, use_relations) for eid in claimed]
+            ctxs = [policy.offer(_context(frontier, graph, eid, question, subgoals, max_next, use_relations))
+                    for eid in claimed]
             if batched:
                 outs = policy.decide_batch(ctxs)
             elif len(ctxs) == 1 or not threads:
