@@ -1,13 +1,13 @@
 """How many prompt tokens an agentic search sends, without a model (issue "LLM mode II": ≤ 4 K tokens a question).
 
-    python scripts/agentic-prompt-size.py MEMORY_DB [DATA_JSON] [N]
+    python scripts/agentic-prompt-size.py MEMORY_DB [DATA_JSON] [N] [GGUF]
 
 MEMORY_DB: a built LoCoMo-format memory (a copy is asked, never written); DATA_JSON: its questions
 (default: the LoCoMo dev file); N: multi-hop and temporal questions per conversation (6). A stand-in
 model answers every call with valid JSON (each explorer expands and moves to its first menu entry), so
-the prompts are the ones the search builds for a model that walks the graph; tokens are counted as
-words × 4/3 (graph.approx_tokens), the same for every run. Prints the median and largest prompt per
-question and per role.
+the prompts are the ones the search builds for a model that walks the graph; tokens are counted by
+the GGUF model's own tokenizer when one is given (its vocabulary only is loaded), else as words × 4/3
+(graph.approx_tokens). Prints the median and largest prompt per question and per role.
 """
 
 from __future__ import annotations
@@ -32,11 +32,12 @@ class StandIn:
 
     model = "stand-in"
 
-    def __init__(self) -> None:
+    def __init__(self, count) -> None:
         self.calls: list[tuple[str, int]] = []
+        self.count = count
 
     def complete(self, messages, schema, *, temperature, max_tokens, name, timeout_s=None):
-        self.calls.append((name, sum(approx_tokens(m["content"]) for m in messages)))
+        self.calls.append((name, sum(self.count(m["content"]) for m in messages)))
 
         def decision(props: dict) -> dict:
             out = {"why": "stand-in", "action": "EXPAND", "satisfied": []}
@@ -56,12 +57,18 @@ class StandIn:
         return Completion(json.dumps(out), 10, 5, 0.0)
 
 
-def main(db: str, data: str, n: int) -> None:
+def main(db: str, data: str, n: int, gguf: str | None = None) -> None:
+    count = approx_tokens
+    if gguf:
+        from llama_cpp import Llama
+
+        vocab = Llama(model_path=gguf, vocab_only=True, verbose=False)
+        count = lambda text: len(vocab.tokenize(text.encode("utf-8"), add_bos=False))  # noqa: E731
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "memory.db"
         shutil.copy(db, copy)
         mem = Memory(copy)
-        model = StandIn()
+        model = StandIn(count)
         client = LLMClient(model, LLMSettings(cache=False))
         roles = search_roles(client, mem.embedder, mem.settings, mem.store, "agentic")
         engine = SearchEngine(mem.embedder, roles, mem.settings.search, client, mem.settings.search.max_llm_calls)
@@ -84,4 +91,4 @@ def main(db: str, data: str, n: int) -> None:
 if __name__ == "__main__":
     here = Path(__file__).resolve().parents[1]
     main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else str(here / "../shared/data/locomo/locomo_dev.json"),
-         int(sys.argv[3]) if len(sys.argv) > 3 else 6)
+         int(sys.argv[3]) if len(sys.argv) > 3 else 6, sys.argv[4] if len(sys.argv) > 4 else None)

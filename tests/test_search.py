@@ -423,6 +423,29 @@ def test_llm_explorers_choose_neighbours_from_a_numbered_menu(demo_memory, batch
     assert isinstance(ctx, StepContext)
 
 
+def test_a_menu_previews_each_neighbour_by_its_turn_closest_to_the_question(demo_memory):
+    """Not by the start of its summary, which for an offline summary is the event's first turns."""
+    from compassmem.config import LLMSettings
+    from compassmem.llm import LLMClient
+    from compassmem.search.explorer import LLMPolicy, _context
+
+    mem = demo_memory
+    graph = GraphView.load(mem.store, "demo")
+    def last_turn(event_id):
+        return graph.observations[graph.events[event_id].observation_ids[-1]]
+
+    eid, n = next((e, n) for e in graph.ids for n in graph.neighbours(e)  # a last turn its summary's start lacks
+                  if last_turn(n.event_id).text[:30] not in graph.events[n.event_id].summary[:300])
+    last = last_turn(n.event_id)
+    q = f"{last.text}?"  # the neighbour's last turn is what this question is closest to
+    graph.observation_scores(mem.embedder.embed([q]), [q])
+    assert graph.best_observation(graph.events[n.event_id], q) == last
+    ctx = _context(Frontier(np.ones((len(graph.ids), 2)), graph.index, 10), graph, eid, q, [q], 3, True)
+    menu = LLMPolicy(LLMClient(_MenuModel(pick=1), LLMSettings(cache=False)), graph)._menu(ctx).splitlines()
+    line = menu[[m.event_id for m in ctx.neighbours].index(n.event_id)]
+    assert f"{last.speaker}: {last.text}"[:60] in line
+
+
 def test_the_trace_records_what_was_offered_and_why(demo_memory):
     from compassmem.config import LLMSettings
     from compassmem.llm import LLMClient

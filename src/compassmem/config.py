@@ -58,7 +58,7 @@ class SearchSettings(BaseModel):
     anchor_starts: int = Field(1, ge=0, le=5, description="most similar candidates that start whatever the selector picks")
     explorers: int = Field(3, ge=1, le=16, description="parallel explorers over one queue")
     max_next: int = Field(3, ge=0, le=10, description="neighbours an EXPAND may enqueue")
-    menu_size: int = Field(4, ge=1, le=40, description="agentic mode: the neighbours a model explorer is shown per "
+    menu_size: int = Field(3, ge=1, le=40, description="agentic mode: the neighbours a model explorer is shown per "
                            "event, those most similar to the question or an open sub-goal")
     max_steps: int = Field(24, ge=1, description="explorer steps per round (all explorers together)")
     max_llm_calls: int = Field(4, ge=2, le=100, description="agentic mode: model calls per question, all roles "

@@ -123,21 +123,25 @@ class LLMPolicy:
 
     def _kept(self, ctx: StepContext) -> str:
         """Kept events by their summaries, newest last: whole spans made prompts of 6 K characters."""
-        return "\n".join(f"- ({e.time.label()}) {_clip(e.summary, 200)}" for e in ctx.kept)[-1600:] or "(none)"
+        return "\n".join(f"- ({e.time.label()}) {_clip(e.summary, 160)}" for e in ctx.kept)[-1000:] or "(none)"
 
     def _menu(self, ctx: StepContext) -> str:
+        """A neighbour is previewed by its turn closest to the question, not by the start of its summary
+        (an offline summary opens with the event's first turns: "Hey Mel! Good to see you!")."""
         rows = []
         for k, n in enumerate(ctx.neighbours, 1):
             e = self.graph.events[n.event_id]
             how = (f"{n.type} {'→' if n.outgoing else '←'} " if self.show_relations else "")
-            rows.append(f"{k}. {how}({e.time.label()}; {', '.join(e.participants) or 'unknown'}) {_clip(e.summary, 150)}")
+            best = self.graph.best_observation(e, ctx.question)
+            preview = e.summary if best is None else f"{best.speaker}: {best.text}" if best.speaker else best.text
+            rows.append(f"{k}. {how}({e.time.label()}; {', '.join(e.participants) or 'unknown'}) {_clip(preview, 120)}")
         return "\n".join(rows) or "(none: this event has no unvisited neighbour)"
 
     def _current(self, ctx: StepContext) -> str:
         """The event's summary and the one source turn that best matches the question, not its whole span."""
         line = self.graph.best_line(ctx.event, ctx.question)
-        summary = _clip(ctx.event.summary, 400)  # offline summaries run to a median 724 characters on LoCoMo
-        return f"{summary}\nBest matching turn: {line}" if line else summary
+        summary = _clip(ctx.event.summary, 250)  # offline summaries run to a median 724 characters on LoCoMo
+        return f"{summary}\nBest matching turn: {_clip(line, 300)}" if line else summary
 
     @staticmethod
     def _decision(ctx: StepContext, choice) -> ExploreOut:

@@ -295,18 +295,23 @@ class GraphView:
                 break
         return out
 
-    def best_line(self, event: Event, text: str) -> str | None:
+    def best_observation(self, event: Event, text: str) -> Observation | None:
         """The event's source observation that scores best for `text` (its memoised scores: the question's
-        were computed when the ask began), rendered; None for an event without loaded observations."""
+        were computed when the ask began); None for an event without loaded observations."""
         ids = [o for o in event.observation_ids if o in self.observations]
         if not ids:
             return None
         with _LOCK:
             memo = self._score_memo.get(text)
         if memo is None:
-            return self.observations[ids[0]].render()
+            return self.observations[ids[0]]
         row = self._obs_rows()
-        return self.observations[min(ids, key=lambda o: -float(memo[row[o]]) if o in row else 1.0)].render()
+        return self.observations[min(ids, key=lambda o: -float(memo[row[o]]) if o in row else 1.0)]
+
+    def best_line(self, event: Event, text: str) -> str | None:
+        """best_observation, rendered with its date and speaker."""
+        best = self.best_observation(event, text)
+        return best.render() if best is not None else None
 
     def source_lines(self, event: Event) -> list[str]:
         """The raw observations behind an event, in stream order: what roles read as evidence."""
