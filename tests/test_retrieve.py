@@ -31,6 +31,7 @@ def test_the_share_is_the_settings_else_the_embedders_own(tmp_path):
         name, dim = "semantic", 3
 
     assert CachedEmbedder(Semantic()).statement_lexical_share == STATEMENT_LEXICAL_SHARE
-    assert Memory(tmp_path / "a.db", embedder="hash").statement_lexical_share == 1.0  # word overlap: BM25 is its meaning
-    chosen = Settings.load(**{"search.statement_lexical_share": 0.5})
-    assert Memory(tmp_path / "b.db", embedder="hash", settings=chosen).statement_lexical_share == 0.5
+    hashed = Memory(tmp_path / "a.db", embedder="hash")
+    assert Loading.resolved(hashed.settings.search, hashed.embedder).statement_share == 1.0  # word overlap: BM25 is its meaning
+    chosen = Settings.load(**{"search.statement_lexical_share": 0.5, "search.lexical_weight": 0.3})
+    assert Loading.resolved(chosen.search, hashed.embedder) == Loading.of(chosen.search, 0.3, 0.5)

@@ -255,27 +255,15 @@ class Memory:
         """The whole namespace as a GraphView (inspection, small memories); ask and search load only
         the part a question needs."""
         view = GraphView.load(self.store, validate.namespace_name(namespace))
-        view.lexical_weight = self.lexical_weight
+        view.lexical_weight = Loading.resolved(self.settings.search, self.embedder).lexical_weight
         return view
-
-    @property
-    def lexical_weight(self) -> float:
-        """BM25's weight beside embedding similarity: the settings', else the embedder's own."""
-        chosen = self.settings.search.lexical_weight
-        return self.embedder.lexical_weight if chosen is None else chosen
-
-    @property
-    def statement_lexical_share(self) -> float:
-        """The share of it a query that asks nothing keeps: the settings', else the embedder's own."""
-        chosen = self.settings.search.statement_lexical_share
-        return self.embedder.statement_lexical_share if chosen is None else chosen
 
     def _source(self, namespace: str, filters: Filters | dict | None = None) -> Callable[[list[str], Any], GraphView]:
         """A loader of the part of `namespace` some query texts need (search/retrieve.load_for), restricted to the
         observations that pass `filters`; a filter that passes none is an error that says so."""
         namespace = validate.namespace_name(namespace)
         allowed = passing(self.store, namespace, validate.filters(filters))
-        limits = Loading.of(self.settings.search, self.lexical_weight, self.statement_lexical_share)
+        limits = Loading.resolved(self.settings.search, self.embedder)
 
         def load(texts: list[str], vectors: Any) -> GraphView:
             return load_for(self.store, namespace, texts, vectors, limits, allowed)

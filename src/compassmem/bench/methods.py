@@ -21,7 +21,7 @@ from ..search.people import called, turns_saying
 from ..text import content_words
 from ..search.presets import PRESETS
 from ..search.rank import asker, without_people
-from ..search.retrieve import lexical_share
+from ..search.retrieve import Loading, lexical_share
 from ..search.responder import Responder, evidence_lines
 
 BASELINES = ("full_context", "rag512", "dense_turns", "bm25_turns", "hybrid_turns", "hybrid_speaker", "hybrid_people")
@@ -235,7 +235,7 @@ class HybridTurns(_Answering):
                 words = [p for s in named for p in re.findall(r"[A-Za-z]{3,}", s)] + list(aliases)
                 query = without_people(question, words) or question
         lists = [self.bm25.rank(namespace, query), self.dense.rank(namespace, query)]
-        share = lexical_share(question, self.memory.statement_lexical_share) if self.people else 1.0
+        share = lexical_share(question, Loading.resolved(self.memory.settings.search, self.memory.embedder).statement_share) if self.people else 1.0
         fused = rrf(lists, weights=[share, 1.0])
         if named:
             fused = rrf([*lists, [o for o in fused if o.speaker in named]], weights=[share, 1.0, 1.0])

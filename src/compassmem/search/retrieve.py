@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..config import SearchSettings
-from ..embed.base import dots
+from ..embed.base import CachedEmbedder, dots
 from ..errors import InputError
 from ..models import Filters, Relation
 from ..store import Store
@@ -45,6 +45,14 @@ class Loading:
         """`lexical_weight` and `statement_share` resolved (the settings', else the embedder's own)."""
         return cls(s.candidates, s.candidate_events, s.expand_events, s.max_events, s.neighbour_events, lexical_weight,
                    statement_share)
+
+    @classmethod
+    def resolved(cls, s: SearchSettings, embedder: CachedEmbedder) -> "Loading":
+        """`of` with BM25's weight and the statement share the settings', else the embedder's own where the
+        settings leave them unset (a semantic embedder keeps a little BM25, word overlap is all BM25)."""
+        own = (embedder.lexical_weight, embedder.statement_lexical_share)  # CachedEmbedder: always set
+        return cls.of(s, own[0] if s.lexical_weight is None else s.lexical_weight,
+                      own[1] if s.statement_lexical_share is None else s.statement_lexical_share)
 
     def for_query(self, query: str) -> "Loading":
         """The limits for one query: BM25 keeps `lexical_share` of its weight."""
