@@ -48,6 +48,9 @@ Rain on the windows. SAM sits alone.
                     LUCY (O.S.)
           Out. Looking for the dog.
 
+                    SAM V.O.
+          She always was.
+
 EXT. PARKING LOT - CONTINUOUS
 
 Lucy runs to her car.
@@ -70,7 +73,8 @@ def test_a_script_is_cut_at_its_scene_headings_and_dialogue_is_said_by_its_chara
     found = sections(SCRIPT)
     assert [s.title for s in found] == ["INT. DINER - NIGHT", "EXT. PARKING LOT - CONTINUOUS"]
     assert found[0].paragraphs == [("Rain on the windows. SAM sits alone.", None),
-                                   ("Where were you last night?", "Sam"), ("Out. Looking for the dog.", "Lucy")]
+                                   ("Where were you last night?", "Sam"), ("Out. Looking for the dog.", "Lucy"),
+                                   ("She always was.", "Sam")]  # a cue's extension, in parentheses or not
     assert found[1].paragraphs == [("Lucy runs to her car.", None)]  # no page code, no credits
 
 

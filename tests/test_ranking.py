@@ -70,6 +70,19 @@ def test_the_words_a_question_uses_for_speakers(tmp_path):
     assert names_used(g, "What is a banana?") == {}
 
 
+@pytest.mark.parametrize("speakers", [["Banky", "Banky V.O."], ["Banky V.O.", "Banky"]])
+def test_a_name_is_the_speaker_of_that_name_before_a_longer_one_that_starts_with_it(tmp_path, speakers):
+    """A script's "Banky" and "Banky V.O." (a voice-over cue) share a first name; the question's "Banky" is
+    the one the chat records as Banky, whichever the store lists first (NarrativeQA's Chasing Amy: all of
+    Banky's 74 lines lost the participant term to the 2 voice-over ones)."""
+    mem = Memory(tmp_path / "m.db", embedder="hash")
+    mem.add([{"speaker": s, "text": f"line {i} of the comic"} for i, s in enumerate(speakers)], namespace="n", step=1)
+    g = mem.graph("n")
+    g._speakers = speakers  # the order the store happened to list them in
+    assert names_used(g, "What does Banky draw?") == {"Banky": "Banky"}
+    assert named_participants(g, "What does Banky draw?") == {"Banky"}
+
+
 def _first_by_weight(tmp_path, turns: list[dict], question: str, setting: str, weights: tuple[float, ...],
                      **fixed: float) -> dict[float, str]:
     """The best-ranked turn for `question` with search.`setting` at each of `weights`, the other search

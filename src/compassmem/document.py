@@ -25,7 +25,8 @@ _HEADING = re.compile(
     r"^(?:(?:CHAPTER|Chapter|BOOK|Book|PART|Part|ACT|Act|SCENE|Scene)\b.{0,70}"  # chapter, book, act, scene
     r"|(?:INT\.|EXT\.|INT/EXT|INTERIOR\b|EXTERIOR\b).{0,100}"  # a script's scene heading
     r"|[IVXLC]{1,7}\.?|\d{1,3}\.?)$")  # a bare chapter number
-_CUE = re.compile(r"^([A-Z][A-Z .'\-]{1,30}?)(?:\s*\((?:V\.O\.|O\.S\.|CONT'D|O\.C\.|cont'd)\))?$")  # a script's speaker
+# a script's speaker, without the extension a cue may carry, in parentheses or not ("BANKY V.O." is Banky)
+_CUE = re.compile(r"^([A-Z][A-Z .'\-]{1,30}?)(?:\s*(\()?(?:V\.O\.|O\.S\.|CONT'D|O\.C\.|cont'd)(?(2)\)))?$")
 _NOT_CUE = re.compile(r"^(?:INT|EXT|CUT|FADE|DISSOLVE|THE END|CONTINUED|TITLE|SUPER|CLOSE|ANGLE|BACK TO)\b")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+")
 _GUTENBERG_END = re.compile(r"^\s*(?:\*\*\*\s*)?End of (?:the )?Project Gutenberg", re.I | re.M)

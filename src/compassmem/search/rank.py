@@ -124,7 +124,8 @@ def names_used(graph: GraphView, question: str) -> dict[str, str]:
     for name in graph.speakers():
         for part in (name, *name.split()[:1]):
             if len(part) > 1 and re.search(rf"(?<![\w]){re.escape(part)}(?![\w])", question, re.I):
-                found[part] = name
+                if part == name or part not in found:  # "Banky" is the speaker Banky, not "Banky V.O."
+                    found[part] = name
     return found | graph.called(question)
 
 
