@@ -95,18 +95,18 @@ class LLMPolicy:
     answer is mapped back to event ids here, with the model's one-line reason kept for the trace."""
 
     def __init__(self, llm: LLMClient, graph: GraphView, show_relations: bool = True, sims: np.ndarray | None = None,
-                 menu_size: int = 5) -> None:
+                 menu_size: int | None = None) -> None:
         self.llm = llm
         self.graph = graph
         self.show_relations = show_relations
         self.sims = sims  # events × [question, sub-goals], as the offline policy gets them
-        self.menu_size = menu_size
+        self.menu_size = menu_size  # search.menu_size; None: every neighbour
 
     def offer(self, ctx: StepContext) -> StepContext:
         """Only the `menu_size` neighbours most similar to the question or an open sub-goal: a LoCoMo event
         has a median of 17 neighbours (p90 40), and a menu of all of them made one round's prompt several
         thousand tokens for a 1.5B model to choose from."""
-        if self.sims is None or len(ctx.neighbours) <= self.menu_size:
+        if self.sims is None or self.menu_size is None or len(ctx.neighbours) <= self.menu_size:
             return ctx
         cols = [0, *(j + 1 for j, s in enumerate(ctx.satisfied) if not s)]
         best = sorted(ctx.neighbours, key=lambda n: -float(self.sims[self.graph.index(n.event_id), cols].max()))
