@@ -51,12 +51,15 @@ class Observation(BaseModel):
             object.__setattr__(self, "date", iso(parse_date(self.time)))
         return self
 
+    def said(self) -> str:
+        """Who said what: "speaker: text", or the text alone when no one did (a book's narration)."""
+        return f"{self.speaker}: {self.text}" if self.speaker else self.text
+
     def render(self) -> str:
         """How an observation is shown to a role: time, speaker, text."""
-        who = f"{self.speaker}: " if self.speaker else ""
         when = f"[{self.time}] " if self.time else ""
         extra = f" [shared image: {self.meta['image']}]" if self.meta.get("image") else ""
-        return f"{when}{who}{self.text}{extra}"
+        return f"{when}{self.said()}{extra}"
 
     def answers(self, turn: "Observation") -> bool:
         """Whether this turn comes right after `turn` in its session and `turn` asks something ("…?"):

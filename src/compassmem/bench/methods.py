@@ -235,7 +235,8 @@ class HybridTurns(_Answering):
                 words = [p for s in named for p in re.findall(r"[A-Za-z]{3,}", s)] + list(aliases)
                 query = without_people(question, words) or question
         lists = [self.bm25.rank(namespace, query), self.dense.rank(namespace, query)]
-        share = lexical_share(question, Loading.resolved(self.memory.settings.search, self.memory.embedder).statement_share) if self.people else 1.0
+        statement_share = Loading.resolved(self.memory.settings.search, self.memory.embedder).statement_share
+        share = lexical_share(question, statement_share) if self.people else 1.0
         fused = rrf(lists, weights=[share, 1.0])
         if named:
             fused = rrf([*lists, [o for o in fused if o.speaker in named]], weights=[share, 1.0, 1.0])

@@ -133,7 +133,7 @@ class LLMPolicy:
             e = self.graph.events[n.event_id]
             how = (f"{n.type} {'→' if n.outgoing else '←'} " if self.show_relations else "")
             best = self.graph.best_observation(e, ctx.question)
-            preview = e.summary if best is None else f"{best.speaker}: {best.text}" if best.speaker else best.text
+            preview = e.summary if best is None else best.said()
             rows.append(f"{k}. {how}({e.time.label()}; {', '.join(e.participants) or 'unknown'}) {_clip(preview, 120)}")
         return "\n".join(rows) or "(none: this event has no unvisited neighbour)"
 

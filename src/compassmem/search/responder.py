@@ -21,9 +21,8 @@ def evidence_line(o: Observation) -> str:
     """How one observation is shown to the answerer: its date, speaker, text and image caption."""
     day = from_iso(o.date)
     when = fmt(day) if day else (o.time or "")
-    who = f"{o.speaker}: " if o.speaker else ""
     img = f" [shared image: {o.meta['image']}]" if o.meta.get("image") else ""
-    return f"[{when}] {who}{o.text}{img}" if when else f"{who}{o.text}{img}"
+    return f"[{when}] {o.said()}{img}" if when else f"{o.said()}{img}"
 
 
 def evidence_lines(observations: list[Observation], max_tokens: int) -> list[str]:
