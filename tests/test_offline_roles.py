@@ -12,6 +12,7 @@ from compassmem.construct.relate import OfflineRelationExtractor
 from compassmem.models import Event, EventTime, Observation
 from compassmem.search.current import about_the_present, states_change
 from compassmem.search.planner import OfflinePlanner, asks_for_several
+from compassmem.text import clip, said
 
 PLANS = [
     ("What did Caroline and Melanie paint?", ["What did Caroline paint", "What did Melanie paint"]),
@@ -143,3 +144,18 @@ CHANGES = [  # a later statement, the question, the earlier statement -> does it
 @pytest.mark.parametrize("later, question, earlier, expected", CHANGES)
 def test_which_statements_state_a_change(later, question, earlier, expected):
     assert states_change(later, question, earlier) is expected
+
+
+@pytest.mark.parametrize("text, limit, shown", [
+    ("A sunset over the lake", 40, "A sunset over the lake"),           # fits: whole
+    ("A sunset over the lake", 13, "A sunset over…"),                   # cut at the last word boundary
+    ("A sunset over the lake", 12, "A sunset…"),                        # never half a word
+    ("Supercalifragilistic", 5, "Super…"),                              # one long word: cut where the limit falls
+])
+def test_one_way_to_shorten_a_text_for_a_prompt_or_a_screen(text, limit, shown):
+    assert clip(text, limit) == shown
+
+
+def test_who_said_what_is_spelled_once():
+    assert said("Kate", "I love skiing") == "Kate: I love skiing" and said(None, "It was dark.") == "It was dark."
+    assert Observation(id="D1:1", namespace="n", step=0, speaker="Kate", text="I love skiing").said() == "Kate: I love skiing"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from compassmem import Memory, Settings
+from compassmem.config import SearchSettings
 from compassmem.models import Observation
 from compassmem.search.responder import Reply
 from compassmem.search.extract import ExtractiveResponder, candidates
@@ -36,9 +39,9 @@ def test_named_participants_match_whole_words_only(tmp_path):
 def test_participant_weight_lifts_the_named_persons_turns(tmp_path):
     g = _memory(tmp_path).graph("n")
     own = np.zeros(len(g.obs_order))
-    ids, _ = rank_observations(g, own, "What does Ben do?", [], RankWeights(participant=1.0, event=0, relation=0, kept=0))
+    ids, _ = rank_observations(g, own, "What does Ben do?", [], RankWeights(participant_weight=1.0))
     assert {ids[0], ids[1]} == {"D1:2", "D1:4"}
-    ids, _ = rank_observations(g, own, "What does Ben do?", [], RankWeights(participant=0.0, event=0, relation=0, kept=0))
+    ids, _ = rank_observations(g, own, "What does Ben do?", [], RankWeights())
     assert ids == g.obs_order  # no signal at all: stable, stream order
 
 
@@ -118,7 +121,7 @@ def test_event_weight_carries_an_events_score_to_its_other_turns(tmp_path):
     g = _memory(tmp_path).graph("n")
     own = np.zeros(len(g.obs_order))
     own[g.obs_order.index("D1:1")] = 1.0
-    ids, scores = rank_observations(g, own, "q", [], RankWeights(participant=0, event=0.5, relation=0, kept=0))
+    ids, scores = rank_observations(g, own, "q", [], RankWeights(event_weight=0.5))
     same_event = [o for o in g.obs_order if g.event_of(o) == g.event_of("D1:1") and o != "D1:1"]
     others = [o for o in g.obs_order if g.event_of(o) != g.event_of("D1:1")]
     assert ids[0] == "D1:1"
@@ -134,7 +137,7 @@ def test_a_question_asking_for_a_set_gives_the_best_turns_neighbours_less_of_its
     if g.event_of("D1:1") == g.event_of("D1:4"):
         pytest.skip("the segmenter put both turns in one event")
     mate = next(o for o in g.obs_order if g.event_of(o) == g.event_of("D1:1") and o != "D1:1")
-    weights = RankWeights(participant=0, event=1.0, relation=0, kept=0, several=0.25)
+    weights = RankWeights(event_weight=1.0, set_event_weight=0.25)
     for question, mate_first in (("What breed is the puppy?", True), ("What are the puppy's breeds?", False)):
         ids, _ = rank_observations(g, own, question, [], weights)
         assert (ids.index(mate) < ids.index("D1:4")) is mate_first, question
@@ -155,7 +158,7 @@ def test_an_assistants_reply_does_not_ride_on_the_users_turn_it_answers(tmp_path
     own[g.obs_order.index("D2:1")] = 0.4  # 0.8 with its own event term
     for share, reply_first in ((1.0, True), (0.0, False)):
         ids, _ = rank_observations(g, own, "When is my consultant session?", [],
-                                   RankWeights(participant=0, event=1.0, relation=0, kept=0, assistant=share))
+                                   RankWeights(event_weight=1.0, assistant_event_share=share))
         assert (ids.index("D1:2") < ids.index("D2:1")) is reply_first, share
 
 
@@ -286,11 +289,10 @@ def test_reply_weight_lifts_the_answer_after_a_matching_question_turn(tmp_path):
     own = np.zeros(len(g.obs_order))
     own[row["D1:2"]] = 1.0  # "What breed is she?" meets the question; its reply says "A border collie"
     own[row["D1:4"]] = 0.5
-    plain = RankWeights(participant=0, event=0, relation=0, kept=0)
+    plain = RankWeights()
     ids, _ = rank_observations(g, own, "Which breed is Luna?", [], plain)
     assert ids.index("D1:3") > ids.index("D1:4")
-    ids, scores = rank_observations(g, own, "Which breed is Luna?", [], RankWeights(participant=0, event=0, relation=0,
-                                                                                 kept=0, reply=0.6))
+    ids, scores = rank_observations(g, own, "Which breed is Luna?", [], RankWeights(reply_weight=0.6))
     assert ids[:2] == ["D1:2", "D1:3"] and np.isclose(scores[1], 0.6)
 
 
@@ -310,3 +312,14 @@ def test_a_question_is_told_from_a_statement():
         assert asks(text), text
     for text in ("Caroline: I turned down that promotion.", "Ana adopted a dog.", "Whatever happens, I stay."):
         assert not asks(text), text
+
+
+def test_the_ranking_weights_are_the_settings_of_the_same_names():
+    s = SearchSettings()
+    w = RankWeights.from_settings(s)
+    assert all(getattr(w, f.name) == getattr(s, f.name) for f in dataclasses.fields(w) if f.name != "relation_weight")
+    assert w.relation_weight == (s.relation_weight if s.use_relations else 0.0)
+    custom = SearchSettings(relation_weight=0.3, set_event_weight=0.4)
+    assert RankWeights.from_settings(custom).relation_weight == 0.3
+    assert RankWeights.from_settings(custom.model_copy(update={"use_relations": False})).relation_weight == 0.0
+    assert RankWeights.from_settings(custom.model_copy(update={"use_planner": False})).set_event_weight == 1.0

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .text import is_question
+from .text import is_question, said
 
 _SNAKE_RE = re.compile(r"[^a-z0-9]+")
 
@@ -53,7 +53,7 @@ class Observation(BaseModel):
 
     def said(self) -> str:
         """Who said what: "speaker: text", or the text alone when no one did (a book's narration)."""
-        return f"{self.speaker}: {self.text}" if self.speaker else self.text
+        return said(self.speaker, self.text)
 
     def render(self) -> str:
         """How an observation is shown to a role: time, speaker, text."""
@@ -243,6 +243,10 @@ class ObservationHit(BaseModel):
     text: str
     date: str | None = None
     score: float
+
+    def said(self) -> str:
+        """Who said what, as Observation.said."""
+        return said(self.speaker, self.text)
 
 
 class EventDetail(BaseModel):

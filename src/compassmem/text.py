@@ -59,6 +59,21 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
 
 
+def said(speaker: str | None, text: str) -> str:
+    """Who said what, one way everywhere a turn is shown: "speaker: text", or the text alone when no one
+    did (a book's narration)."""
+    return f"{speaker}: {text}" if speaker else text
+
+
+def clip(text: str, limit: int) -> str:
+    """A text shortened for a prompt or a screen: whole when it fits in `limit` characters, else cut at the
+    last word boundary within them (a word with no boundary is cut where the limit falls) and marked "…"."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit + 1]  # one character more: a space there means the last word fits whole
+    return (head.rsplit(" ", 1)[0] if " " in head else text[:limit]).rstrip() + "…"
+
+
 def is_question(text: str) -> bool:
     """Whether a text asks something, by its final mark ("…?"): what a turn that is answered by the next
     one, a clause an answer must not be, and a sentence that cannot state a change all have in common."""

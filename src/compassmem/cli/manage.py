@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 
 from ..errors import InputError
+from ..text import clip
 from .common import (AgentOpt, DbOpt, EMB_HELP, NsOpt, RunOpt, UserOpt, console, err_console, open_memory, scope_kwargs,
                      write_namespace)
 
@@ -33,7 +34,7 @@ def list_events(
         return
     for e in page.items:
         console.print(f"[bold]{escape(e.id)}[/] [dim]{escape(e.time.label())} · {escape(', '.join(e.participants))}[/]  "
-                      f"{escape(e.summary[:100])}", highlight=False)
+                      f"{escape(clip(e.summary, 100))}", highlight=False)
     shown = f"{page.offset + 1}-{page.offset + len(page.items)}" if page.items else "none"
     err_console.print(f"[dim]{shown} of {page.total} events[/]")
 
@@ -74,7 +75,7 @@ def history(
         return
     for h in entries:
         step = f" step {h.step}" if h.step is not None else ""
-        text = h.summary[:100] if h.summary is not None else "(summary redacted)"
+        text = clip(h.summary, 100) if h.summary is not None else "(summary redacted)"
         console.print(f"[dim]{escape(h.at)}[/] [bold]{h.action}[/]{step} [dim]{escape(', '.join(h.observation_ids[:6]))}"
                       f"[/]  {escape(text)}", highlight=False)
 

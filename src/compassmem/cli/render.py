@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from ..models import Answer, SearchHit
+from ..text import clip
 
 
 KIND_NOTES = {  # what a reader must know about an answer no model wrote
@@ -40,7 +41,7 @@ def render_answer(console: Console, a: Answer, show_trace: bool = True, kept_onl
                  "events the explorers kept" if shown is not a.evidence else "evidence")
         t = Tree(f"[dim]{label}[/]")
         for ev in shown:
-            t.add(f"[bold]{escape(ev.event_id)}[/] {escape(f'[{ev.time}]')} {escape(ev.summary[:110])}  "
+            t.add(f"[bold]{escape(ev.event_id)}[/] {escape(f'[{ev.time}]')} {escape(clip(ev.summary, 110))}  "
                   f"[dim]turns {escape(', '.join(ev.observation_ids[:8]))}[/]")
         console.print(t)
         if len(shown) < len(a.evidence):
@@ -74,7 +75,6 @@ def render_hits(console: Console, hits: list[SearchHit]) -> None:
         return
     for h in hits:
         console.print(f"[bold]{escape(h.event_id)}[/] {escape(f'[{h.time}]')} score {h.score:.3f}  "
-                      f"{escape(h.summary[:110])}", highlight=False)
+                      f"{escape(clip(h.summary, 110))}", highlight=False)
         for o in h.observations[:6]:
-            who = f"{o.speaker}: " if o.speaker else ""
-            console.print(f"  [dim]{escape(o.id)}[/] {escape(who + o.text[:140])}", highlight=False)
+            console.print(f"  [dim]{escape(o.id)}[/] {escape(clip(o.said(), 160))}", highlight=False)

@@ -18,7 +18,7 @@ from ..llm import LLMClient
 from ..models import Observation
 from ..prompts import prompt
 from ..schemas import SegmentOut
-from ..text import is_question
+from ..text import clip, is_question
 from ..timeutil import find_expressions
 
 
@@ -67,7 +67,7 @@ def extractive_summary(observations: list[Observation], per_turn: int = 320, tot
     parts: list[str] = []
     used = 0
     for o in observations:
-        text = o.text if len(o.text) <= per_turn else o.text[:per_turn].rsplit(" ", 1)[0] + "…"
+        text = clip(o.text, per_turn)
         if o.meta.get("image"):
             text += f" [image: {o.meta['image']}]"
         piece = f"{o.speaker}: {text}" if o.speaker else text

@@ -16,6 +16,7 @@ from ..models import Event, Topic
 from ..prompts import prompt
 from ..schemas import TopicLabelOut
 from ..store import Store
+from ..text import clip
 
 _STOP = set("""a an the and or but if then so of to in on at for with from by as is are was were be been being i
 you he she it we they me him her us them my your his its our their this that these those what which who whom
@@ -70,7 +71,7 @@ class LLMLabeler:
         self.llm = llm
 
     def label(self, events: list[Event]) -> str:
-        listing = "\n".join(f"- {e.summary[:200]}" for e in events[:8])
+        listing = "\n".join(f"- {clip(e.summary, 200)}" for e in events[:8])
         return self.llm.structured(prompt("topic_label"), TopicLabelOut, events=listing).label.strip()
 
 

@@ -17,7 +17,7 @@ from ..prompts import prompt
 from ..schemas import ExploreOut, explore_choice, explore_round
 from .frontier import Frontier
 from .graph import GraphView, Neighbour
-from ..text import content_words
+from ..text import clip, content_words
 
 
 @dataclass
@@ -123,7 +123,7 @@ class LLMPolicy:
 
     def _kept(self, ctx: StepContext) -> str:
         """Kept events by their summaries, newest last: whole spans made prompts of 6 K characters."""
-        return "\n".join(f"- ({e.time.label()}) {_clip(e.summary, 160)}" for e in ctx.kept)[-1000:] or "(none)"
+        return "\n".join(f"- ({e.time.label()}) {clip(e.summary, 160)}" for e in ctx.kept)[-1000:] or "(none)"
 
     def _menu(self, ctx: StepContext) -> str:
         """A neighbour is previewed by its turn closest to the question, not by the start of its summary
@@ -134,14 +134,14 @@ class LLMPolicy:
             how = (f"{n.type} {'→' if n.outgoing else '←'} " if self.show_relations else "")
             best = self.graph.best_observation(e, ctx.question)
             preview = e.summary if best is None else best.said()
-            rows.append(f"{k}. {how}({e.time.label()}; {', '.join(e.participants) or 'unknown'}) {_clip(preview, 120)}")
+            rows.append(f"{k}. {how}({e.time.label()}; {', '.join(e.participants) or 'unknown'}) {clip(preview, 120)}")
         return "\n".join(rows) or "(none: this event has no unvisited neighbour)"
 
     def _current(self, ctx: StepContext) -> str:
         """The event's summary and the one source turn that best matches the question, not its whole span."""
         line = self.graph.best_line(ctx.event, ctx.question)
-        summary = _clip(ctx.event.summary, 250)  # offline summaries run to a median 724 characters on LoCoMo
-        return f"{summary}\nBest matching turn: {_clip(line, 300)}" if line else summary
+        summary = clip(ctx.event.summary, 250)  # offline summaries run to a median 724 characters on LoCoMo
+        return f"{summary}\nBest matching turn: {clip(line, 300)}" if line else summary
 
     @staticmethod
     def _decision(ctx: StepContext, choice) -> ExploreOut:
@@ -174,10 +174,6 @@ class LLMPolicy:
                                   subgoals=self._goals(ctxs[0]), kept=self._kept(ctxs[0]), events="\n\n".join(blocks),
                                   max_next=ctxs[0].max_next, n=len(ctxs))
         return [self._decision(c, getattr(out, f"event_{i}")) for i, c in enumerate(ctxs, 1)]
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _context(frontier: Frontier, graph: GraphView, eid: str, question: str, subgoals: list[str], max_next: int,

@@ -12,6 +12,7 @@ from ..config import SearchSettings
 from ..llm import LLMClient
 from ..prompts import prompt
 from ..schemas import SelectOut
+from ..text import clip
 from .graph import GraphView
 
 
@@ -88,7 +89,7 @@ class LLMStartSelector:
         if not candidates:
             return []
         listing = "\n".join(f"{c.event_id} ({c.sim:.2f}, {graph.events[c.event_id].time.label()}): "
-                            f"{graph.events[c.event_id].summary[:160]}" for c in candidates)
+                            f"{clip(graph.events[c.event_id].summary, 160)}" for c in candidates)
         goals = "\n".join(f"{i}. {g}" for i, g in enumerate(subgoals))
         out = self.llm.structured(prompt("select"), SelectOut, question=question, subgoals=goals,
                                   candidates=listing, max_pick=max_pick)

@@ -36,7 +36,7 @@ Why each term (measured in docs/benchmarks.md, chosen by leave-one-conversation-
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Iterable
 
 import numpy as np
@@ -50,28 +50,28 @@ from .planner import asks_for_several
 
 @dataclass(frozen=True)
 class RankWeights:
-    """The ranking's weights. The tuned defaults live in one place, SearchSettings (`from_settings`); the
-    optional terms here default to off (0, or a share of 1), never to a second tuned value."""
+    """The ranking's weights, named as the SearchSettings they come from (`from_settings`), where the tuned
+    defaults live; here every term defaults to off (0, or a share of 1), so a test sets only the terms it
+    measures."""
 
-    participant: float
-    event: float
-    relation: float
-    kept: float
+    participant_weight: float = 0.0
+    event_weight: float = 0.0
+    relation_weight: float = 0.0
+    kept_weight: float = 0.0
     newer_window: int = 0  # newer facts first (search/current.py): rows considered, 0 = off
     newer_margin: float = 0.0
     newer_max_words: int = 0  # longer turns are not taken for restatements; 0 = no limit
-    reply: float = 0.0
-    several: float = 1.0  # share of `event` for a question that asks for a set (planner.asks_for_several)
-    assistant: float = 1.0  # share of the event term for an assistant's turn
+    reply_weight: float = 0.0
+    set_event_weight: float = 1.0  # share of the event term for a question that asks for a set (asks_for_several)
+    assistant_event_share: float = 1.0  # share of the event term for an assistant's turn
 
     @classmethod
     def from_settings(cls, s: SearchSettings) -> "RankWeights":
-        return cls(participant=s.participant_weight, event=s.event_weight,
-                   relation=s.relation_weight if s.use_relations else 0.0, kept=s.kept_weight,
-                   newer_window=s.newer_window, newer_margin=s.newer_margin, newer_max_words=s.newer_max_words,
-                   reply=s.reply_weight,
-                   several=s.set_event_weight if s.use_planner else 1.0,  # the planner reads a set question
-                   assistant=s.assistant_event_share)
+        """The settings' values; an ablation's switch turns its term off (relations; the planner reads a
+        set question)."""
+        w = cls(**{f.name: getattr(s, f.name) for f in fields(cls)})
+        return replace(w, relation_weight=w.relation_weight if s.use_relations else 0.0,
+                       set_event_weight=w.set_event_weight if s.use_planner else 1.0)
 
 
 ROLES = MACHINE_ROLES | {"user"}  # speakers' role names, not people's names
@@ -155,22 +155,22 @@ def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: li
     if graph.obs_event is None or not len(own):
         return [], np.zeros(0)
     own = own.astype(float).copy()
-    names = named_participants(graph, question) if weights.participant else set()
+    names = named_participants(graph, question) if weights.participant_weight else set()
     if names:
-        own += weights.participant * graph.speaker_mask(names)
-    if weights.reply and asks(question):
+        own += weights.participant_weight * graph.speaker_mask(names)
+    if weights.reply_weight and asks(question):
         asked = graph.question_before()
         replies = asked >= 0
-        own[replies] += weights.reply * np.maximum(own[asked[replies]], 0.0)
+        own[replies] += weights.reply_weight * np.maximum(own[asked[replies]], 0.0)
     event = graph.event_max(own)
-    if weights.relation:
-        event = event + weights.relation * graph.neighbour_mean(np.maximum(event, 0.0))
-    if weights.kept and kept:
-        event[[graph.index(e) for e in kept]] += weights.kept
-    share = weights.several if weights.several != 1.0 and asks_for_several(question) else 1.0
-    inherited = weights.event * share * event[graph.obs_event]
-    if weights.assistant != 1.0:  # an assistant's reply comes with the user's turn it answers only on its own merit
-        inherited = np.where(graph.assistant_mask(), weights.assistant * inherited, inherited)
+    if weights.relation_weight:
+        event = event + weights.relation_weight * graph.neighbour_mean(np.maximum(event, 0.0))
+    if weights.kept_weight and kept:
+        event[[graph.index(e) for e in kept]] += weights.kept_weight
+    share = weights.set_event_weight if weights.set_event_weight != 1.0 and asks_for_several(question) else 1.0
+    inherited = weights.event_weight * share * event[graph.obs_event]
+    if weights.assistant_event_share != 1.0:  # an assistant's reply comes with the user's turn it answers only on its own merit
+        inherited = np.where(graph.assistant_mask(), weights.assistant_event_share * inherited, inherited)
     score = own + inherited
     if weights.newer_window:
         best = best_first(score, weights.newer_window)
