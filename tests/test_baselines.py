@@ -40,14 +40,20 @@ def test_named_speakers(question, named):
     assert named_speakers(question, ["Caroline Smith", "Melanie", "Al"]) == named
 
 
-def _speaker_rankings(tmp_path, turns: list[dict], question: str) -> dict[bool, list[str]]:
-    """hybrid_speaker's (False) and hybrid_people's (True) rankings of `question` over `turns`."""
+def _speaker_rankings(tmp_path, turns: list[dict], question: str,
+                      dates: list[str] | None = None) -> dict[bool, list[str]]:
+    """hybrid_speaker's (False) and hybrid_people's (True) rankings of `question` over `turns` (with
+    `dates`: turn i said on dates[i], one step each)."""
     from compassmem import Memory
     from compassmem.bench.methods import HybridTurns
     from compassmem.search.extract import ExtractiveResponder
 
     mem = Memory(tmp_path / "m.db", embedder="hash")
-    mem.add(turns, namespace="n", step=1)
+    if dates:
+        for step, (turn, day) in enumerate(zip(turns, dates), 1):
+            mem.add([turn], namespace="n", step=step, world_time=day)
+    else:
+        mem.add(turns, namespace="n", step=1)
     responder = ExtractiveResponder(mem.embedder, mem.store)
     return {people: HybridTurns(mem, responder, mem.embedder, len(turns), 1000, speaker=True,
                                 people=people).answer("n", question).ranking
@@ -76,3 +82,14 @@ def test_hybrid_people_asks_without_the_names_it_uses_for_speakers(tmp_path):
         "What does Kate love?")
     assert ranked[False][:2] == ["D1:2", "D1:1"]  # the greeting second, on the name alone
     assert ranked[True][:2] == ["D1:2", "D1:3"]
+
+
+def test_hybrid_people_lifts_what_was_said_on_the_date_the_question_names(tmp_path):
+    """CompassMem's ranking lifts the turns said on a day or in a month the question names
+    (search.date_weight); hybrid_people has the same rule, so its gain is not the graph's."""
+    ranked = _speaker_rankings(tmp_path, [
+        {"id": "D1:1", "speaker": "Mel", "text": "I painted a lake at sunset."},
+        {"id": "D2:1", "speaker": "Mel", "text": "I painted a horse in a field."},
+        {"id": "D3:1", "speaker": "Mel", "text": "I painted my old car."}],
+        "What did Mel paint on October 13, 2023?", dates=["2 May 2023", "13 October 2023", "20 December 2023"])
+    assert ranked[True][0] == "D2:1" and ranked[False][0] == "D1:1"

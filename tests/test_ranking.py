@@ -323,3 +323,23 @@ def test_the_ranking_weights_are_the_settings_of_the_same_names():
     assert RankWeights.from_settings(custom).relation_weight == 0.3
     assert RankWeights.from_settings(custom.model_copy(update={"use_relations": False})).relation_weight == 0.0
     assert RankWeights.from_settings(custom.model_copy(update={"use_planner": False})).set_event_weight == 1.0
+
+
+def test_a_question_naming_a_date_lifts_what_was_said_then(tmp_path):
+    mem = Memory(tmp_path / "m.db", embedder="hash")
+    mem.add([{"id": "D1:1", "speaker": "Mel", "text": "I painted a lake at sunset."}], namespace="n", step=1,
+            world_time="2 May 2023")
+    mem.add([{"id": "D2:1", "speaker": "Mel", "text": "I painted a horse in the field."}], namespace="n", step=2,
+            world_time="13 October 2023")
+    mem.add([{"id": "D3:1", "speaker": "Mel", "text": "I painted my old car."}], namespace="n", step=3,
+            world_time="20 December 2023")
+    g = mem.graph("n")
+    own = np.zeros(len(g.obs_order))
+    on = RankWeights(date_weight=1.0, date_slack_days=3)
+    assert rank_observations(g, own, "What did Mel paint on October 13, 2023?", [], on)[0][0] == "D2:1"
+    assert rank_observations(g, own, "What did Mel paint on 16 October 2023?", [], on)[0][0] == "D2:1"  # 3 days off
+    assert rank_observations(g, own, "What did Mel paint in December 2023?", [], on)[0][0] == "D3:1"
+    ids, scores = rank_observations(g, own, "What did Mel paint on 20 October 2023?", [], on)  # 7 days off
+    assert not scores.any()
+    ids, scores = rank_observations(g, own, "What did Mel paint on October 13, 2023?", [], RankWeights())
+    assert ids == g.obs_order and not scores.any()  # off: no date term

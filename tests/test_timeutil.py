@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from compassmem.timeutil import find_expressions, parse_date, resolve_in_text
+from compassmem.timeutil import find_expressions, named_period, parse_date, resolve_in_text
 
 ANCHOR = date(2023, 5, 8)
 
@@ -71,3 +71,18 @@ def test_golden_time_expressions(text, label, start):
         return
     assert r is not None and r.label == label
     assert r.start.isoformat() == start
+
+
+@pytest.mark.parametrize("text, period", [
+    ("What did Melanie paint on October 13, 2023?", (date(2023, 10, 13), date(2023, 10, 13))),
+    ("What kind of pasta did Kate make on 29 Dec 2023?", (date(2023, 12, 29), date(2023, 12, 29))),
+    ("What did Mel and her kids paint in July 2023?", (date(2023, 7, 1), date(2023, 7, 31))),
+    ("What setback did Melanie face in February 2024?", (date(2024, 2, 1), date(2024, 2, 29))),  # a leap year
+    ("What did Tom do in December 2023?", (date(2023, 12, 1), date(2023, 12, 31))),
+    ("What did Tom do last week?", None),  # relative: a question asked of a memory has no date to count from
+    ("When did Tom run in 2023?", None),  # a year is not a day or a month
+    ("What happened in May 0000?", None),  # no such month
+    ("What did Ana adopt?", None),
+])
+def test_the_period_a_question_names(text, period):
+    assert named_period(text) == period

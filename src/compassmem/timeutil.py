@@ -232,6 +232,23 @@ def resolve_in_text(text: str, anchor: date | None) -> ResolvedTime | None:
     return None
 
 
+def named_period(text: str) -> tuple[date, date] | None:
+    """The calendar period a text names outright — a day ("on October 13, 2023", "29 Dec 2023") or a
+    month ("in July 2023") — as (first day, last day); None when it names none (a relative expression
+    needs a date to count from, and a question asked of a memory has none)."""
+    day = parse_date(text)
+    if day:
+        return day, day
+    m = _MY.search(text)
+    if not m:
+        return None
+    try:
+        first = date(int(m.group(2)), _month(m.group(1)), 1)
+        return first, _shift_months(first, 1) - timedelta(days=1)
+    except (ValueError, OverflowError):  # "May 0000", "December 9999"
+        return None
+
+
 def iso(d: date | None) -> str | None:
     return d.isoformat() if d else None
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, Protocol
 
 import numpy as np
@@ -19,6 +20,7 @@ from ..models import Observation, Usage
 from ..search.graph import approx_tokens
 from ..search.people import called, turns_saying
 from ..text import content_words
+from ..timeutil import from_iso, named_period
 from ..search.presets import PRESETS
 from ..search.rank import asker, without_people
 from ..search.retrieve import Loading, lexical_share
@@ -211,8 +213,10 @@ class HybridTurns(_Answering):
     fused order; with `people`, a person is also named the ways CompassMem's ranking knows (a name the
     chat calls a speaker by, "my" said to an assistant: search/people.py, rank.asker) and the BM25 and
     dense lists are asked the question less those names (rank.without_people, as the ranking's
-    unnamed_weight does), and for a query that asks nothing the BM25 list counts the ranking's
-    `statement_lexical_share` of a list, so what those rules win is not counted as the graph's."""
+    unnamed_weight does), for a query that asks nothing the BM25 list counts the ranking's
+    `statement_lexical_share` of a list, and a question that names a day or a month gets one more list,
+    the turns said then (the ranking's date_weight), so what those rules win is not counted as the
+    graph's."""
 
     def __init__(self, memory: Memory, responder: Responder, embedder: CachedEmbedder, k: int, max_tokens: int,
                  name: str = "hybrid_turns", speaker: bool = False, people: bool = False) -> None:
@@ -238,8 +242,13 @@ class HybridTurns(_Answering):
         statement_share = Loading.resolved(self.memory.settings.search, self.memory.embedder).statement_share
         share = lexical_share(question, statement_share) if self.people else 1.0
         fused = rrf(lists, weights=[share, 1.0])
-        if named:
-            fused = rrf([*lists, [o for o in fused if o.speaker in named]], weights=[share, 1.0, 1.0])
+        prior = [[o for o in fused if o.speaker in named]] if named else []
+        period = named_period(question) if self.people else None
+        if period:  # the ranking's date rule (date_weight): what was said on the day or in the month named
+            slack = timedelta(days=self.memory.settings.search.date_slack_days)
+            prior.append([o for o in fused if (d := from_iso(o.date)) and period[0] - slack <= d <= period[1] + slack])
+        if prior:
+            fused = rrf([*lists, *prior], weights=[share, 1.0] + [1.0] * len(prior))
         return self.respond(question, fused[:RANKING_DEPTH], t0, hand=self.k)
 
 

@@ -7,6 +7,7 @@ Score of an observation o in event e:
                unnamed_weight of it to the question less the people it names (without_people below)
              + subject_weight · cosine(o, the question's subject)  (search/engine.py, subject_of below)
              + participant_weight · [o's speaker is named in the question, or asks it: "my" to an assistant]
+             + date_weight · [o was said on the day or in the month the question names, ± date_slack_days]
              + reply_weight · max(own(q), 0) for the question turn q that o replies to, when the question asks
                something (GraphView.question_before)
     event(e) = max own(o) over e's observations
@@ -20,6 +21,8 @@ Why each term (measured in docs/benchmarks.md, chosen by leave-one-conversation-
 - a question's embedding is dominated by its frame and its people ("What types of sports did Kevin
   do?"); the turns that answer it speak of instances of its subject ("I hit the golf course"), which
   meet the subject alone ("sports") better than the whole question;
+- a question that names a date ("What did Melanie paint on October 13, 2023?") asks about what was said
+  then; every turn carries the date it was said (its session's), which a flat ranking ignores;
 - a question about a person is answered by what that person said or did (the event's participants),
   which rarely says the person's name; the turns that do say it are mostly greetings and questions to
   them ("What about you Kate?"), so the name counts through who speaks, not through the words;
@@ -43,6 +46,7 @@ import numpy as np
 
 from ..config import SearchSettings
 from ..text import content_words, is_question
+from ..timeutil import named_period
 from .current import MACHINE_ROLES, newer_first, speaks_for_self
 from .graph import GraphView
 from .planner import asks_for_several
@@ -55,6 +59,8 @@ class RankWeights:
     measures."""
 
     participant_weight: float = 0.0
+    date_weight: float = 0.0
+    date_slack_days: int = 0
     event_weight: float = 0.0
     relation_weight: float = 0.0
     kept_weight: float = 0.0
@@ -158,6 +164,9 @@ def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: li
     names = named_participants(graph, question) if weights.participant_weight else set()
     if names:
         own += weights.participant_weight * graph.speaker_mask(names)
+    period = named_period(question) if weights.date_weight else None
+    if period:
+        own += weights.date_weight * graph.date_mask(*period, slack_days=weights.date_slack_days)
     if weights.reply_weight and asks(question):
         asked = graph.question_before()
         replies = asked >= 0
