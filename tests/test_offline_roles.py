@@ -159,3 +159,49 @@ def test_one_way_to_shorten_a_text_for_a_prompt_or_a_screen(text, limit, shown):
 def test_who_said_what_is_spelled_once():
     assert said("Kate", "I love skiing") == "Kate: I love skiing" and said(None, "It was dark.") == "It was dark."
     assert Observation(id="D1:1", namespace="n", step=0, speaker="Kate", text="I love skiing").said() == "Kate: I love skiing"
+
+
+def _explorer_step(rel: dict[str, list[float]], summaries: dict[str, str], subgoals: list[str],
+                   satisfied: list[bool], max_next: int = 2):
+    """The offline explorer's decision on event "e" whose neighbours are the other events; `rel`: each
+    event's similarity to [question, *subgoals], which the policy reads relative to the best event of
+    each column (so a column whose events all score alike makes every event "the best" for it)."""
+    import numpy as np
+
+    from compassmem.search.explorer import OfflinePolicy, StepContext
+    from compassmem.search.graph import GraphView, Neighbour
+
+    ids = list(rel)
+    events = {e: Event(id=e, namespace="n", step=1, summary=summaries.get(e, "nothing to say"), observation_ids=["o"])
+              for e in ids}
+    graph = GraphView("n", events, ids, np.eye(len(ids), dtype=np.float32), {}, {}, {})
+    policy = OfflinePolicy(graph, np.array([rel[e] for e in ids], dtype=float))
+    ctx = StepContext("What did Ana paint?", subgoals, satisfied, events["e"], [],
+                      [Neighbour(e, "follow_up", True) for e in ids if e != "e"], max_next)
+    return policy.decide(ctx)
+
+
+@pytest.mark.parametrize("rel, summary, subgoals, satisfied, action, nxt, met", [
+    # relevant (≥ 0.8 of the best event's similarity): kept; neighbours at ≥ 0.7 followed, best first
+    ({"e": [0.85, 0.2], "a": [1.0, 0.3], "b": [0.75, 0.1], "c": [0.5, 0.2]}, "", ["x"], [False],
+     "EXPAND", ["a", "b"], []),
+    # below 0.8 and sharing few words with the question: skipped, though its neighbours are still chosen
+    ({"e": [0.6, 0.2], "a": [1.0, 0.3], "c": [0.5, 0.2]}, "a sunny day", ["x"], [False], "SKIP", ["a"], []),
+    # the same similarity, but the event says most of the question's words: kept on its words
+    ({"e": [0.6, 0.2], "a": [1.0, 0.3]}, "Ana likes to paint", ["x"], [False], "EXPAND", ["a"], []),
+    # a sub-goal met: similarity ≥ 0.9 to it and half its words said
+    ({"e": [0.95, 0.95], "a": [1.0, 1.0]}, "Ana painted a lake at sunset", ["Ana painted what"], [False],
+     "EXPAND", ["a"], [0]),
+    # every sub-goal met and nothing worth following: the explorer answers
+    ({"e": [1.0, 1.0], "c": [0.1, 0.1]}, "Ana painted a lake at sunset", ["Ana painted what"], [False],
+     "ANSWER", [], [0]),
+    # a met sub-goal no longer draws the explorer: only the question's and the open goals' columns count
+    ({"e": [0.9, 0.2, 0.3], "a": [0.3, 1.0, 0.1], "b": [1.0, 0.2, 0.2]}, "", ["x", "y"], [True, False],
+     "EXPAND", ["b"], []),
+    # at most max_next neighbours (2)
+    ({"e": [0.9, 0.2], "a": [1.0, 0.1], "b": [0.95, 0.1], "c": [0.9, 0.1]}, "", ["x"], [False],
+     "EXPAND", ["a", "b"], []),
+])
+def test_offline_explorer_decisions(rel, summary, subgoals, satisfied, action, nxt, met):
+    out = _explorer_step(rel, {"e": summary}, subgoals, satisfied)
+    assert (out.action, out.next, out.satisfied) == (action, nxt, met)
