@@ -18,7 +18,7 @@ from ..llm import LLMClient
 from ..models import Observation
 from ..prompts import prompt
 from ..schemas import SegmentOut
-from ..text import clip, is_question
+from ..text import clip, is_question, said
 from ..timeutil import find_expressions
 
 
@@ -70,7 +70,7 @@ def extractive_summary(observations: list[Observation], per_turn: int = 320, tot
         text = clip(o.text, per_turn)
         if o.meta.get("image"):
             text += f" [image: {o.meta['image']}]"
-        piece = f"{o.speaker}: {text}" if o.speaker else text
+        piece = said(o.speaker, text)
         if used + len(piece) > total and parts:
             break
         parts.append(piece)
