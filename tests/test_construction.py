@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from compassmem import Memory
@@ -205,8 +206,8 @@ def test_builds_and_answers_are_identical_across_processes(tmp_path):
 def test_recluster_schedule_is_geometric_unless_set_to_the_papers(tmp_path, growth):
     from compassmem.config import Settings
 
-    mem = Memory(tmp_path / f"g{growth}.db", embedder="hash",
-                 settings=Settings.load(**{"construction.recluster_growth": growth}))
+    mem = Memory(tmp_path / f"g{growth}.db", embedder="hash",  # the schedule alone: no re-clustering for drift
+                 settings=Settings.load(**{"construction.recluster_growth": growth, "construction.recluster_drift": 0}))
     for step in range(1, 33):
         mem.add([f"turn {step}.{i} about topic {step % 7} and thing {i}" for i in range(4)], namespace="g", step=step)
     records = mem.store.steps.all("g")
@@ -220,3 +221,27 @@ def test_recluster_schedule_is_geometric_unless_set_to_the_papers(tmp_path, grow
         assert len(done) < 8
     mem.forget("g")
     assert mem.store.meta.get("clustered_events/g") is None
+
+
+def test_a_memory_of_few_large_steps_still_gets_a_topic_layer(tmp_path):
+    """Three steps of 30 turns each (a BEAM-like chat: one long session a step) never reach step T = 4;
+    without re-clustering for drift, online assignment at δ = 0.9 left about one topic per event."""
+    from compassmem.config import Settings
+    from compassmem.construct.topics import n_clusters
+
+    subjects = ["my garden tomatoes and watering", "the budget tracker database schema", "training for the marathon",
+                "learning Japanese grammar", "the weather app autocomplete"]
+    rng = np.random.default_rng(0)  # each turn its own rare words: events that online assignment cannot join
+    steps = [[f"{subjects[(s + i) % 5]} " + " ".join(f"w{rng.integers(10**6)}" for _ in range(8)) for i in range(30)]
+             for s in range(1, 4)]
+    counts = {}
+    for drift in (0, 2.0):
+        mem = Memory(tmp_path / f"d{drift}.db", embedder="hash",
+                     settings=Settings.load(**{"construction.recluster_drift": drift}))
+        for step, turns in enumerate(steps, 1):
+            mem.add(turns, namespace="n", step=step)
+        events = mem.store.event_count("n")
+        counts[drift] = (len(mem.store.topics("n")), n_clusters(events, mem.settings.construction))
+        assert all(e.topic_id for e in mem.events("n"))
+    assert counts[0][0] > 2 * counts[0][1]  # the schedule alone: more than twice the topics k-means makes
+    assert counts[2.0][0] <= 2 * counts[2.0][1]

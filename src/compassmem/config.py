@@ -33,6 +33,10 @@ class ConstructionSettings(BaseModel):
     recluster_growth: float = Field(1.25, ge=1.0, le=10, description="... once the namespace has grown by this "
                                     "factor since the last re-clustering (1.0: the paper's schedule, every T "
                                     "steps); makes the topic layer's total cost linear in the events")
+    recluster_drift: float = Field(2.0, ge=0, le=100, description="re-cluster off schedule too once the namespace "
+                                   "has more than this many times the topics k-means would make (0: never, the "
+                                   "paper's): a memory of a few large steps (a 100-turn chat session a step) never "
+                                   "reaches step T, and online assignment at δ opens a topic for nearly every event")
     max_topics: int = Field(50, ge=2, description="upper bound of k at re-clustering")
     events_per_topic: int = Field(5, ge=1, description="k = max(2, min(⌊n / this⌋, max_topics))")
     max_event_turns: int = Field(6, ge=1, description="turns per event: offline segmenter and uncovered-turn repair")

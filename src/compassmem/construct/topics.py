@@ -138,7 +138,13 @@ def assign_online(store: Store, namespace: str, event: Event, vec: np.ndarray, s
 def due(store: Store, namespace: str, settings: ConstructionSettings) -> bool:
     """Whether this step (not yet recorded) re-clusters: every T steps, and only once the namespace holds
     `recluster_growth` times the events it held at the last re-clustering. Geometric growth bounds the
-    total re-clustering work by a constant times the final size (each pass is O(n))."""
+    total re-clustering work by a constant times the final size (each pass is O(n)). Off that schedule,
+    when the topics have drifted to more than `recluster_drift` times k: BEAM's chats are three steps of
+    ~100 turns, and their layer had one topic per event (57 topics for 58 events)."""
+    if settings.recluster_drift:
+        events = store.event_count(namespace)
+        if len(store.topics(namespace)) > settings.recluster_drift * n_clusters(events, settings):
+            return True
     if (store.steps.count(namespace) + 1) % settings.recluster_every:
         return False
     last = store.meta.get(f"clustered_events/{namespace}")
