@@ -12,6 +12,12 @@ ANCHOR = date(2023, 5, 8)
     ("1:56 pm on 8 May, 2023", date(2023, 5, 8)),
     ("2023-07-01", date(2023, 7, 1)),
     ("on June 5th, 2022", date(2022, 6, 5)),
+    ("Where is Paola planning to go on 16.01.2024?", date(2024, 1, 16)),  # dotted: day first
+    ("on 10.01.2024", date(2024, 1, 10)),
+    ("on 1/16/2024", date(2024, 1, 16)),  # slashed: month first
+    ("on 16/01/2024", date(2024, 1, 16)),  # ... unless the first number cannot be a month
+    ("python v3.11.2023", None),  # a version, not a date
+    ("31.02.2024", None),  # no such day
     ("no date", None),
 ])
 def test_parse_date(text, expected):
@@ -76,6 +82,7 @@ def test_golden_time_expressions(text, label, start):
 @pytest.mark.parametrize("text, period", [
     ("What did Melanie paint on October 13, 2023?", (date(2023, 10, 13), date(2023, 10, 13))),
     ("What kind of pasta did Kate make on 29 Dec 2023?", (date(2023, 12, 29), date(2023, 12, 29))),
+    ("What did Kevin watch on the night of 10.01.2024?", (date(2024, 1, 10), date(2024, 1, 10))),
     ("What did Mel and her kids paint in July 2023?", (date(2023, 7, 1), date(2023, 7, 31))),
     ("What setback did Melanie face in February 2024?", (date(2024, 2, 1), date(2024, 2, 29))),  # a leap year
     ("What did Tom do in December 2023?", (date(2023, 12, 1), date(2023, 12, 31))),

@@ -25,6 +25,10 @@ _MON = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?
 _DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MON},?\s+(\d{{4}})\b", re.I)
 _MDY = re.compile(rf"\b{_MON}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+# numeric dates as people type them: "16.01.2024" (day first, as in most of Europe), "1/16/2024" (month
+# first, as in the US, unless the first number cannot be a month: "16/01/2024")
+_DOTTED = re.compile(r"(?<![\w.])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.]\d)")
+_SLASHED = re.compile(r"(?<![\w/])(\d{1,2})/(\d{1,2})/(\d{4})(?![\d/])")
 _MY = re.compile(rf"\b{_MON}\s+(\d{{4}})\b", re.I)
 _YEAR = re.compile(r"\b(?:in|since|during|back in)\s+((?:19|20)\d{2})\b", re.I)
 
@@ -50,10 +54,11 @@ def _month(name: str) -> int:
 
 
 def parse_date(text: str | None) -> date | None:
-    """An absolute date in LoCoMo style ('1:56 pm on 8 May, 2023'), ISO, or 'May 8, 2023'."""
+    """An absolute date in LoCoMo style ('1:56 pm on 8 May, 2023'), ISO, 'May 8, 2023', or numeric
+    ('16.01.2024' day first; '1/16/2024' month first unless the first number cannot be a month)."""
     if not text:
         return None
-    for rx, order in ((_ISO, "ymd"), (_DMY, "dmy"), (_MDY, "mdy")):
+    for rx, order in ((_ISO, "ymd"), (_DMY, "dmy"), (_MDY, "mdy"), (_DOTTED, "numeric dmy"), (_SLASHED, "numeric mdy")):
         m = rx.search(text)
         if not m:
             continue
@@ -62,7 +67,11 @@ def parse_date(text: str | None) -> date | None:
                 return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
             if order == "dmy":
                 return date(int(m.group(3)), _month(m.group(2)), int(m.group(1)))
-            return date(int(m.group(3)), _month(m.group(1)), int(m.group(2)))
+            if order == "mdy":
+                return date(int(m.group(3)), _month(m.group(1)), int(m.group(2)))
+            a, b, year = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            day_first = order == "numeric dmy" or a > 12
+            return date(year, b, a) if day_first else date(year, a, b)
         except (ValueError, KeyError):
             continue
     return None
