@@ -1,4 +1,4 @@
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -93,3 +93,5 @@ def test_golden_time_expressions(text, label, start):
 ])
 def test_the_period_a_question_names(text, period):
     assert named_period(text) == period
+    if period:  # widened by the slack on each side
+        assert named_period(text, 3) == (period[0] - timedelta(days=3), period[1] + timedelta(days=3))

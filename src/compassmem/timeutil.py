@@ -241,21 +241,28 @@ def resolve_in_text(text: str, anchor: date | None) -> ResolvedTime | None:
     return None
 
 
-def named_period(text: str) -> tuple[date, date] | None:
+def named_period(text: str, slack_days: int = 0) -> tuple[date, date] | None:
     """The calendar period a text names outright — a day ("on October 13, 2023", "29 Dec 2023") or a
-    month ("in July 2023") — as (first day, last day); None when it names none (a relative expression
-    needs a date to count from, and a question asked of a memory has none)."""
+    month ("in July 2023") — as (first day, last day), widened by `slack_days` on each side; None when it
+    names none (a relative expression needs a date to count from, and a question asked of a memory has
+    none)."""
     day = parse_date(text)
     if day:
-        return day, day
-    m = _MY.search(text)
-    if not m:
-        return None
+        first = last = day
+    else:
+        m = _MY.search(text)
+        if not m:
+            return None
+        try:
+            first = date(int(m.group(2)), _month(m.group(1)), 1)
+            last = _shift_months(first, 1) - timedelta(days=1)
+        except (ValueError, OverflowError):  # "May 0000", "December 9999"
+            return None
+    slack = timedelta(days=slack_days)
     try:
-        first = date(int(m.group(2)), _month(m.group(1)), 1)
-        return first, _shift_months(first, 1) - timedelta(days=1)
-    except (ValueError, OverflowError):  # "May 0000", "December 9999"
-        return None
+        return first - slack, last + slack
+    except OverflowError:  # at the ends of the calendar
+        return first, last
 
 
 def iso(d: date | None) -> str | None:

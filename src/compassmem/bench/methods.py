@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any, Protocol
 
 import numpy as np
@@ -243,10 +242,9 @@ class HybridTurns(_Answering):
         share = lexical_share(question, statement_share) if self.people else 1.0
         fused = rrf(lists, weights=[share, 1.0])
         prior = [[o for o in fused if o.speaker in named]] if named else []
-        period = named_period(question) if self.people else None
+        period = named_period(question, self.memory.settings.search.date_slack_days) if self.people else None
         if period:  # the ranking's date rule (date_weight): what was said on the day or in the month named
-            slack = timedelta(days=self.memory.settings.search.date_slack_days)
-            prior.append([o for o in fused if (d := from_iso(o.date)) and period[0] - slack <= d <= period[1] + slack])
+            prior.append([o for o in fused if (d := from_iso(o.date)) and period[0] <= d <= period[1]])
         if prior:
             fused = rrf([*lists, *prior], weights=[share, 1.0] + [1.0] * len(prior))
         return self.respond(question, fused[:RANKING_DEPTH], t0, hand=self.k)

@@ -228,14 +228,13 @@ class GraphView:
         wanted = [i for i, name in enumerate(self.speakers()) if name in names]
         return np.isin(self._speaker_codes, wanted).astype(float)
 
-    def date_mask(self, first: date, last: date, slack_days: int = 0) -> np.ndarray:
-        """1.0 for the observations (in obs_order) said between `first` and `last`, give or take
-        `slack_days`; an observation without a date is never inside."""
+    def date_mask(self, first: date, last: date) -> np.ndarray:
+        """1.0 for the observations (in obs_order) said between `first` and `last`, both included; an
+        observation without a date is never inside."""
         if not hasattr(self, "_day_numbers"):  # days since year 1, -1 for no date
             days = [from_iso(self.observations[o].date) for o in self._obs_order]
             self._day_numbers = np.array([d.toordinal() if d else -1 for d in days], dtype=np.int64)
-        lo, hi = first.toordinal() - slack_days, last.toordinal() + slack_days
-        return ((self._day_numbers >= lo) & (self._day_numbers <= hi)).astype(float)
+        return ((self._day_numbers >= first.toordinal()) & (self._day_numbers <= last.toordinal())).astype(float)
 
     def question_before(self) -> np.ndarray:
         """Per observation (rows in obs_order), the row of the turn it replies to, else -1: the turn just

@@ -164,9 +164,9 @@ def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: li
     names = named_participants(graph, question) if weights.participant_weight else set()
     if names:
         own += weights.participant_weight * graph.speaker_mask(names)
-    period = named_period(question) if weights.date_weight else None
+    period = named_period(question, weights.date_slack_days) if weights.date_weight else None
     if period:
-        own += weights.date_weight * graph.date_mask(*period, slack_days=weights.date_slack_days)
+        own += weights.date_weight * graph.date_mask(*period)
     if weights.reply_weight and asks(question):
         asked = graph.question_before()
         replies = asked >= 0
