@@ -45,6 +45,11 @@ def test_expressions_in_order():
     assert find_expressions("Yesterday I said that last year was hard") == ["Yesterday", "last year"]
 
 
+def test_numeric_dates_are_expressions():
+    assert find_expressions("we met on 16.01.2024, then 1/20/2024") == ["16.01.2024", "1/20/2024"]
+    assert resolve_in_text("Paola flies on 16.01.2024", None).label == "16 January 2024"
+
+
 def test_the_sun_is_not_sunday():
     assert find_expressions("this sun is hot, and the next sat-nav I buy") == []
 
@@ -86,6 +91,12 @@ def test_golden_time_expressions(text, label, start):
     ("What did Mel and her kids paint in July 2023?", (date(2023, 7, 1), date(2023, 7, 31))),
     ("What setback did Melanie face in February 2024?", (date(2024, 2, 1), date(2024, 2, 29))),  # a leap year
     ("What did Tom do in December 2023?", (date(2023, 12, 1), date(2023, 12, 31))),
+    ("Where was John between August 11 and August 15 2023?", (date(2023, 8, 11), date(2023, 8, 15))),  # a span
+    ("What did Ann do from 3 to 9 June, 2023?", (date(2023, 6, 3), date(2023, 6, 9))),  # the month said once
+    ("What changed from May 30 to June 2, 2023?", (date(2023, 5, 30), date(2023, 6, 2))),
+    ("What did Ann read between 12 August, 2022 and 3 January 2023?", (date(2022, 8, 12), date(2023, 1, 3))),
+    ("Where did Ann live from March to May 2023?", (date(2023, 3, 1), date(2023, 5, 31))),  # months
+    ("What happened between August 15 and August 11 2023?", (date(2023, 8, 11), date(2023, 8, 11))),  # no span backwards: the day with its year
     ("What did Tom do last week?", None),  # relative: a question asked of a memory has no date to count from
     ("When did Tom run in 2023?", None),  # a year is not a day or a month
     ("What happened in May 0000?", None),  # no such month

@@ -30,6 +30,11 @@ _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _DOTTED = re.compile(r"(?<![\w.])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.]\d)")
 _SLASHED = re.compile(r"(?<![\w/])(\d{1,2})/(\d{1,2})/(\d{4})(?![\d/])")
 _MY = re.compile(rf"\b{_MON}\s+(\d{{4}})\b", re.I)
+# "between August 11 and August 15 2023", "from 3 to 9 June, 2023": a span of days; the first day may leave
+# out its year (and its month) and take the second's
+_DAY = rf"(?:{_MON}\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)?(?:\s+(?:of\s+)?{_MON})?)"
+_SPAN = re.compile(rf"\b(?:between|from)\s+(?P<a>{_DAY}|{_MON})(?:,?\s+(?P<ay>\d{{4}}))?\s+(?:and|to|until|till|through)\s+"
+                   rf"(?P<b>{_DAY}|{_MON}),?\s+(?P<by>\d{{4}})\b", re.I)
 _YEAR = re.compile(r"\b(?:in|since|during|back in)\s+((?:19|20)\d{2})\b", re.I)
 
 _NUM = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|a few|couple of|a couple of|several)"
@@ -209,7 +214,7 @@ def _resolve(expression: str, anchor: date) -> ResolvedTime | None:
 def find_expressions(text: str) -> list[str]:
     """Relative and absolute time expressions in a text, in order of appearance."""
     found: list[tuple[int, str]] = [(m.start(), m.group(0)) for m in _REL.finditer(text)]
-    for rx in (_DMY, _MDY, _ISO, _MY, _YEAR):
+    for rx in (_DMY, _MDY, _ISO, _DOTTED, _SLASHED, _MY, _YEAR):
         found += [(m.start(), m.group(0)) for m in rx.finditer(text)]
     found.sort()
     out: list[str] = []
@@ -245,24 +250,47 @@ def named_period(text: str, slack_days: int = 0) -> tuple[date, date] | None:
     """The calendar period a text names outright — a day ("on October 13, 2023", "29 Dec 2023") or a
     month ("in July 2023") — as (first day, last day), widened by `slack_days` on each side; None when it
     names none (a relative expression needs a date to count from, and a question asked of a memory has
-    none)."""
-    day = parse_date(text)
-    if day:
-        first = last = day
-    else:
-        m = _MY.search(text)
-        if not m:
-            return None
-        try:
-            first = date(int(m.group(2)), _month(m.group(1)), 1)
-            last = _shift_months(first, 1) - timedelta(days=1)
-        except (ValueError, OverflowError):  # "May 0000", "December 9999"
-            return None
+    none). A span of days ("between August 11 and August 15 2023") is that span, not its last day."""
+    period = _span(text) or _period_of(text)
+    if period is None:
+        return None
+    first, last = period
     slack = timedelta(days=slack_days)
     try:
         return first - slack, last + slack
     except OverflowError:  # at the ends of the calendar
         return first, last
+
+
+def _span(text: str) -> tuple[date, date] | None:
+    m = _SPAN.search(text)
+    if not m:
+        return None
+    end = _period_of(f"{m['b']} {m['by']}")
+    month = _MONTH_IN.search(m["b"])
+    a = m["a"] if _MONTH_IN.search(m["a"]) or not month else f"{m['a']} {month.group(0)}"  # "from 3 to 9 June"
+    start = _period_of(f"{a} {m['ay'] or m['by']}")
+    if start is None or end is None or start[0] > end[1]:
+        return None
+    return start[0], end[1]
+
+
+def _period_of(text: str) -> tuple[date, date] | None:
+    """The first day a text names with its year, else the first month, as (first day, last day)."""
+    day = parse_date(text)
+    if day:
+        return day, day
+    m = _MY.search(text)
+    if not m:
+        return None
+    try:
+        first = date(int(m.group(2)), _month(m.group(1)), 1)
+        return first, _shift_months(first, 1) - timedelta(days=1)
+    except (ValueError, OverflowError):  # "May 0000", "December 9999"
+        return None
+
+
+_MONTH_IN = re.compile(_MON, re.I)
 
 
 def iso(d: date | None) -> str | None:
