@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from compassmem import Memory
-from compassmem.search.people import candidate_names, resolve
+from compassmem.search.people import candidate_names, greets, resolve
 from compassmem.search.rank import asker, named_participants
 
 CHAT = [
@@ -42,6 +42,20 @@ CHAT = [
 ])
 def test_resolve_a_name_from_how_the_chat_uses_it(rows, name, speakers, expected):
     assert resolve(name, rows, speakers) == expected
+
+
+@pytest.mark.parametrize("text, name, expected", [
+    ("Hey Kate!", "Kate", True),
+    ("Hi there, Kate, long time", "Kate", True),
+    ("Hi, my name is Kate", "Kate", True),  # the greeting greets "my"; the introduction still counts
+    ("so, call me Kate", "Kate", True),
+    ("Thanks, Kate's mum", "Kate", True),
+    ("Hey Katelyn", "Kate", False),
+    ("I met Kate yesterday", "Kate", False),  # said about her, not to her
+    ("Have you been to Hawaii?", "Hawaii", False),
+])
+def test_a_turn_greets_a_name(text, name, expected):
+    assert greets(text, name) is expected
 
 
 def test_candidates_are_capitalised_words_that_are_not_question_words_or_speakers():

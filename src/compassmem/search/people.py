@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable
 
 from ..models import Observation
@@ -42,12 +43,26 @@ def turns_saying(store: "Store", namespace: str, word: str) -> list[tuple[str | 
     return store.utterances(namespace, [oid for oid, _ in store.lexical_search(namespace, word, TURNS_READ)])
 
 
+# the word a turn greets ("Hey Kate!", "Hi there, Kate") or introduces ("my name is Kate"), whatever it is:
+# one pattern for every possible name, so a word that is never greeted (most capitalised words of a
+# question: places, titles) costs no pattern of its own
+_GREETED = re.compile(rf"\W*(?i:{_GREETING}\b)[,!]?\s+(?:there,?\s+)?(\w+)")
+_INTRODUCED = re.compile(r"\b(?:[Mm]y name is|[Cc]all me)\s+(\w+)")
+
+
+def greets(text: str, name: str) -> bool:
+    """Whether `text` opens with a greeting to `name` or says "my name is `name`" / "call me `name`"."""
+    opening = _GREETED.match(text)
+    return (opening is not None and opening.group(1) == name) or any(m.group(1) == name for m in _INTRODUCED.finditer(text))
+
+
+@lru_cache(maxsize=1024)
 def _patterns(name: str) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+    """The introduction, the vocative and the bare word for a name that some turn greets."""
     w = re.escape(name)
-    greeting = re.compile(rf"^\W*(?i:{_GREETING}\b)[,!]?\s+(?:there,?\s+)?{w}\b|\b(?:[Mm]y name is|[Cc]all me)\s+{w}\b")
     introduction = re.compile(rf"\b(?:I'm|I’m|I am|[Mm]y name is|[Cc]all me)\s+{w}\b")
     vocative = re.compile(rf"(?i:\b{_GREETING}\b)[,!]?\s+(?:there,?\s+)?{w}\b|(?:^|,\s*|\byou\s+|\s){w}(?=\s*[!?.,]|\s*$)")
-    return greeting, introduction, vocative
+    return introduction, vocative, re.compile(rf"\b{w}\b")
 
 
 def candidate_names(question: str, speakers: Iterable[str]) -> list[str]:
@@ -59,12 +74,11 @@ def candidate_names(question: str, speakers: Iterable[str]) -> list[str]:
 
 def resolve(name: str, turns: list[tuple[str | None, str]], speakers: list[str]) -> str | None:
     """The speaker that `turns` ((speaker, text) of those that say `name`) show is called `name`, or None."""
-    greeting, introduction, vocative = _patterns(name)
-    if not any(greeting.search(text) for _, text in turns):
+    if not any(greets(text, name) for _, text in turns):
         return None
+    introduction, vocative, word = _patterns(name)
     votes: Counter[str] = Counter()
     mentions = 0  # turns that say the name about someone rather than to them
-    word = re.compile(rf"\b{re.escape(name)}\b")
     for speaker, text in turns:
         if not speaker:
             continue
