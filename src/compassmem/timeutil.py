@@ -35,6 +35,7 @@ _MY = re.compile(rf"\b{_MON}\s+(\d{{4}})\b", re.I)
 _DAY = rf"(?:{_MON}\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)?(?:\s+(?:of\s+)?{_MON})?)"
 _SPAN = re.compile(rf"\b(?:between|from)\s+(?P<a>{_DAY}|{_MON})(?:,?\s+(?P<ay>\d{{4}}))?\s+(?:and|to|until|till|through)\s+"
                    rf"(?P<b>{_DAY}|{_MON}),?\s+(?P<by>\d{{4}})\b", re.I)
+_MONTH_IN = re.compile(_MON, re.I)
 _YEAR = re.compile(r"\b(?:in|since|during|back in)\s+((?:19|20)\d{2})\b", re.I)
 
 _NUM = r"(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|a few|couple of|a couple of|several)"
@@ -263,6 +264,7 @@ def named_period(text: str, slack_days: int = 0) -> tuple[date, date] | None:
 
 
 def _span(text: str) -> tuple[date, date] | None:
+    """The span a text names from one day or month to another, None when none or when it runs backwards."""
     m = _SPAN.search(text)
     if not m:
         return None
@@ -288,9 +290,6 @@ def _period_of(text: str) -> tuple[date, date] | None:
         return first, _shift_months(first, 1) - timedelta(days=1)
     except (ValueError, OverflowError):  # "May 0000", "December 9999"
         return None
-
-
-_MONTH_IN = re.compile(_MON, re.I)
 
 
 def iso(d: date | None) -> str | None:
