@@ -78,7 +78,7 @@ class SearchSettings(BaseModel):
     candidate_events: int = Field(30, ge=1, le=1000, description="per query text: nearest events a search loads")
     max_events: int = Field(120, ge=1, le=5000, description="best-scoring events found that a search loads, with all their observations")
     expand_events: int = Field(20, ge=0, le=1000, description="best loaded events whose typed neighbours are loaded too")
-    neighbour_events: int = Field(10, ge=0, le=5000, description="at most this many of those neighbours beyond the loaded events, taken in turn from each of the best (10: leave-one-conversation-out, docs/benchmarks.md)")
+    neighbour_events: int = Field(60, ge=0, le=5000, description="at most this many of those neighbours beyond the loaded events, taken in turn from each of the best: in a memory of many conversations a relation links an event to its own thread (60: leave-one-conversation-out over the dev sets and two haystacks, docs/benchmarks.md)")
     lexical_weight: float | None = Field(None, ge=0, le=5, description="weight of BM25 (scaled to the query's best) next to embedding similarity; unset: the embedder's own — 0.2 for a semantic embedder (minilm, http:), chosen by leave-one-conversation-out across LoCoMo, REALTALK, LoCoMo-Plus and BEAM, and 0.6 for the lexical hash embedder (docs/benchmarks.md)")
     max_context_tokens: int = Field(3000, ge=100, description="evidence handed to a baseline's responder (harness)")
     evidence_tokens: int = Field(1000, ge=50, description="the top of the evidence ranking handed to the responder")
