@@ -93,6 +93,7 @@ def test_golden_time_expressions(text, label, start):
     ("What did Tom do in December 2023?", (date(2023, 12, 1), date(2023, 12, 31))),
     ("Where was John between August 11 and August 15 2023?", (date(2023, 8, 11), date(2023, 8, 15))),  # a span
     ("What did Ann do from 3 to 9 June, 2023?", (date(2023, 6, 3), date(2023, 6, 9))),  # the month said once
+    ("What did Ann do from June 3 to 9, 2023?", (date(2023, 6, 3), date(2023, 6, 9))),  # the second a bare day
     ("What changed from May 30 to June 2, 2023?", (date(2023, 5, 30), date(2023, 6, 2))),
     ("What did Ann read between 12 August, 2022 and 3 January 2023?", (date(2022, 8, 12), date(2023, 1, 3))),
     ("Where did Ann live from March to May 2023?", (date(2023, 3, 1), date(2023, 5, 31))),  # months

@@ -268,9 +268,13 @@ def _span(text: str) -> tuple[date, date] | None:
     m = _SPAN.search(text)
     if not m:
         return None
-    end = _period_of(f"{m['b']} {m['by']}")
-    month = _MONTH_IN.search(m["b"])
-    a = m["a"] if _MONTH_IN.search(m["a"]) or not month else f"{m['a']} {month.group(0)}"  # "from 3 to 9 June"
+    a, b = m["a"], m["b"]
+    month_a, month_b = _MONTH_IN.search(a), _MONTH_IN.search(b)
+    if month_b and not month_a:  # "from 3 to 9 June": the first day takes the second's month
+        a = f"{a} {month_b.group(0)}"
+    elif month_a and not month_b:  # "from June 3 to 9": the second day takes the first's
+        b = f"{month_a.group(0)} {b}"
+    end = _period_of(f"{b} {m['by']}")
     start = _period_of(f"{a} {m['ay'] or m['by']}")
     if start is None or end is None or start[0] > end[1]:
         return None
