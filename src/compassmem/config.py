@@ -76,7 +76,7 @@ class SearchSettings(BaseModel):
     max_question_chars: int = Field(4000, ge=10, description="longer questions are refused")
     candidates: int = Field(100, ge=1, le=5000, description="per query text: nearest and best-BM25 observations a search loads from the store's indexes")
     candidate_events: int = Field(30, ge=1, le=1000, description="per query text: nearest events a search loads")
-    max_events: int = Field(120, ge=1, le=5000, description="best-scoring events found that a search loads, with all their observations")
+    max_events: int = Field(180, ge=1, le=5000, description="best-scoring events found that a search loads, with all their observations (180: leave-one-conversation-out over the dev sets and two haystacks, docs/benchmarks.md; a conversation buried among 10 K others' turns has a third of its answers never loaded at 120)")
     expand_events: int = Field(20, ge=0, le=1000, description="best loaded events whose typed neighbours are loaded too")
     neighbour_events: int = Field(60, ge=0, le=5000, description="at most this many of those neighbours beyond the loaded events, taken in turn from each of the best: in a memory of many conversations a relation links an event to its own thread (60: leave-one-conversation-out over the dev sets and two haystacks, docs/benchmarks.md)")
     lexical_weight: float | None = Field(None, ge=0, le=5, description="weight of BM25 (scaled to the query's best) next to embedding similarity; unset: the embedder's own — 0.2 for a semantic embedder (minilm, http:), chosen by leave-one-conversation-out across LoCoMo, REALTALK, LoCoMo-Plus and BEAM, and 0.6 for the lexical hash embedder (docs/benchmarks.md)")
