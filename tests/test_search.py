@@ -558,3 +558,18 @@ def test_offline_answers_to_the_lena_questions():
         a = mem.ask(question, "lena")
         assert expected in a.answer and a.answer_kind == kind, (question, a.answer, a.answer_kind)
     mem.close()
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("max_hops", [0, 1, 3])
+def test_hops_from_is_the_breadth_first_distance_over_typed_relations(seed, max_hops):
+    g = _random_graph(n=40, seed=seed)
+    seeds = [0, 7]
+    expected = {g.ids[s]: 0 for s in seeds}
+    frontier = [g.ids[s] for s in seeds]
+    for h in range(1, max_hops + 1):  # the reference: a plain breadth-first walk over the adjacency lists
+        frontier = [n.event_id for e in frontier for n in g.adjacency[e] if n.event_id not in expected]
+        for e in frontier:
+            expected.setdefault(e, h)
+    hops = g.hops_from(np.array(seeds), max_hops)
+    assert [int(h) for h in hops] == [expected.get(e, max_hops + 1) for e in g.ids]

@@ -284,6 +284,24 @@ class GraphView:
             np.add.at(out, src, values[dst])
         return out / degree
 
+    def hops_from(self, seeds: np.ndarray, max_hops: int) -> np.ndarray:
+        """Per event (rows of `ids`), how many typed relations away it is from the nearest seed row (breadth
+        first over the loaded graph); max_hops + 1 for an event farther away or not connected."""
+        self.neighbour_mean(np.zeros(len(self.ids)))  # builds the edge arrays
+        src, dst, _ = self._edges
+        hops = np.full(len(self.ids), max_hops + 1, dtype=np.int64)
+        frontier = np.zeros(len(self.ids), dtype=bool)
+        frontier[seeds] = True
+        hops[frontier] = 0
+        for h in range(1, max_hops + 1):
+            reached = np.zeros(len(self.ids), dtype=bool)
+            reached[dst[frontier[src]]] = True
+            frontier = reached & (hops > max_hops)
+            if not frontier.any():
+                break
+            hops[frontier] = h
+        return hops
+
     @property
     def obs_order(self) -> list[str]:
         """Observation ids in the row order of obs_matrix / observation_scores."""

@@ -14,6 +14,8 @@ Score of an observation o in event e:
              + relation_weight · mean over e's typed neighbours of max(event, 0)
              + kept_weight · [an explorer kept e]
     score(o) = own(o) + event_weight · event(e)
+             − thread_weight · [e is more than thread_hops typed relations from the events of the best
+                                thread_seeds turns by this score], for a question
 
 Why each term (measured in docs/benchmarks.md, chosen by leave-one-conversation-out):
 - an event is a unit of meaning: a turn inside a relevant event is likely evidence even when it shares
@@ -32,6 +34,10 @@ Why each term (measured in docs/benchmarks.md, chosen by leave-one-conversation-
 - typed relations carry relevance one hop along the graph (the second hop of a multi-hop question) —
   the idea; measured, the offline relations do not earn it, and the default weight is 0 (docs/benchmarks.md);
 - events the explorers kept are the active search's own judgement;
+- in a memory of many conversations, similar turns of other conversations crowd the budget; the typed
+  relations join an event to its own conversation (follow-up, before/after, cause), so a turn far over
+  them from the best turns is likely off the thread. A statement recalled by (a trigger for its cue) looks
+  for a link the graph does not hold, and keeps every turn;
 - for a question about the present, a later restatement of the same thing by the same person outranks
   the earlier one (search/current.py: newer facts first, the older one stays as history).
 """
@@ -70,6 +76,9 @@ class RankWeights:
     reply_weight: float = 0.0
     set_event_weight: float = 1.0  # share of the event term for a question that asks for a set (asks_for_several)
     assistant_event_share: float = 1.0  # share of the event term for an assistant's turn
+    thread_weight: float = 0.0
+    thread_seeds: int = 10
+    thread_hops: int = 2
 
     @classmethod
     def from_settings(cls, s: SearchSettings) -> "RankWeights":
@@ -77,6 +86,7 @@ class RankWeights:
         set question)."""
         w = cls(**{f.name: getattr(s, f.name) for f in fields(cls)})
         return replace(w, relation_weight=w.relation_weight if s.use_relations else 0.0,
+                       thread_weight=w.thread_weight if s.use_relations else 0.0,
                        set_event_weight=w.set_event_weight if s.use_planner else 1.0)
 
 
@@ -181,6 +191,10 @@ def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: li
     if weights.assistant_event_share != 1.0:  # an assistant's reply comes with the user's turn it answers only on its own merit
         inherited = np.where(graph.assistant_mask(), weights.assistant_event_share * inherited, inherited)
     score = own + inherited
+    if weights.thread_weight and asks(question):
+        seeds = np.unique(graph.obs_event[best_first(score, weights.thread_seeds)])
+        far = graph.hops_from(seeds, weights.thread_hops) > weights.thread_hops
+        score = score - weights.thread_weight * far[graph.obs_event]
     if weights.newer_window:
         best = best_first(score, weights.newer_window)
         score = newer_first(graph, question, best, score, weights.newer_window, weights.newer_margin,
