@@ -346,15 +346,16 @@ def test_a_question_naming_a_date_lifts_what_was_said_then(tmp_path):
     assert ids == g.obs_order and not scores.any()  # off: no date term
 
 
-def _chain_graph() -> GraphView:
-    """Events e0 - e1 - e2 - e3 - e4 joined by follow_up relations, and e5 joined to none; one turn each (o<i>)."""
+def _chain_graph(linked: bool = True) -> GraphView:
+    """Events e0 - e1 - e2 - e3 - e4 joined by follow_up relations (none when not `linked`), and e5 joined
+    to none; one turn each (o<i>)."""
     from compassmem.models import Event
     from compassmem.search.graph import Neighbour
 
     ids = [f"e{i}" for i in range(6)]
     events = {e: Event(id=e, namespace="x", step=1, summary=e, observation_ids=[f"o{i}"]) for i, e in enumerate(ids)}
     adj: dict[str, list[Neighbour]] = {e: [] for e in ids}
-    for a, b in zip(ids[:4], ids[1:5]):
+    for a, b in zip(ids[:4], ids[1:5]) if linked else ():
         adj[a].append(Neighbour(b, "follow_up", True))
         adj[b].append(Neighbour(a, "follow_up", False))
     g = GraphView("x", events, ids, np.eye(6, dtype=np.float32), adj, {}, {}, obs_event=np.arange(6))
@@ -366,9 +367,12 @@ def test_the_thread_term_demotes_a_questions_turns_far_from_its_best_over_typed_
     g = _chain_graph()
     own = np.array([1.0, 0.3, 0.2, 0.1, 0.4, 0.5])  # o5 and o4 look relevant, but are not on o0's thread
     w = RankWeights(thread_weight=1.0, thread_seeds=1, thread_hops=2)
-    assert rank_observations(g, own, "What happened?", [], RankWeights())[0] == ["o0", "o5", "o4", "o1", "o2", "o3"]
+    plain = ["o0", "o5", "o4", "o1", "o2", "o3"]
+    assert rank_observations(g, own, "What happened?", [], RankWeights())[0] == plain
     ids, scores = rank_observations(g, own, "What happened?", [], w)
     assert ids == ["o0", "o1", "o2", "o5", "o4", "o3"]
     assert scores[ids.index("o5")] == pytest.approx(0.5 - 1.0)
     # a statement recalled by (a trigger for its cue) looks for what may lie anywhere: no thread
-    assert rank_observations(g, own, "I finally saw the lake", [], w)[0] == ["o0", "o5", "o4", "o1", "o2", "o3"]
+    assert rank_observations(g, own, "I finally saw the lake", [], w)[0] == plain
+    # a memory without relations has no thread to follow: nothing is demoted
+    assert rank_observations(_chain_graph(linked=False), own, "What happened?", [], w)[0] == plain

@@ -284,6 +284,12 @@ class GraphView:
             np.add.at(out, src, values[dst])
         return out / degree
 
+    @property
+    def linked(self) -> bool:
+        """Whether any two loaded events are joined by a typed relation (a memory built without relations
+        has no thread to follow)."""
+        return any(self.adjacency.values())
+
     def hops_from(self, seeds: np.ndarray, max_hops: int) -> np.ndarray:
         """Per event (rows of `ids`), how many typed relations away it is from the nearest seed row (breadth
         first over the loaded graph); max_hops + 1 for an event farther away or not connected."""

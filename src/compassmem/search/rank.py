@@ -191,7 +191,7 @@ def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: li
     if weights.assistant_event_share != 1.0:  # an assistant's reply comes with the user's turn it answers only on its own merit
         inherited = np.where(graph.assistant_mask(), weights.assistant_event_share * inherited, inherited)
     score = own + inherited
-    if weights.thread_weight and asks(question):
+    if weights.thread_weight and asks(question) and graph.linked:
         seeds = np.unique(graph.obs_event[best_first(score, weights.thread_seeds)])
         far = graph.hops_from(seeds, weights.thread_hops) > weights.thread_hops
         score = score - weights.thread_weight * far[graph.obs_event]
