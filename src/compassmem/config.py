@@ -71,7 +71,7 @@ class SearchSettings(BaseModel):
     refinement: bool = Field(True, description="one gap-aware round when subgoals stay open")
     use_planner: bool = Field(True, description="off: the question is the only subgoal and is not read as asking for a set (ablation)")
     use_topics: bool = Field(True, description="off: no topic candidates at localisation (ablation)")
-    use_relations: bool = Field(True, description="off: explorers see no neighbours and the ranking has no relation term (ablation; the no_relations preset also sets neighbour_events 0)")
+    use_relations: bool = Field(True, description="off: explorers see no neighbours and the ranking has neither the relation term nor the thread term (ablation; the no_relations preset also sets neighbour_events 0)")
     max_subgoals: int = Field(5, ge=1, le=5, description="the planner's 2–5 subgoals, capped")
     max_question_chars: int = Field(4000, ge=10, description="longer questions are refused")
     candidates: int = Field(100, ge=1, le=5000, description="per query text: nearest and best-BM25 observations a search loads from the store's indexes")

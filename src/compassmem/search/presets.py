@@ -32,7 +32,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                                "(1 call per question)", {"mode": "graph"}),
     Preset("no_topics", "ablation: no topic candidates when choosing where to start", {"use_topics": False}),
     Preset("no_relations", "ablation: no typed relation is used: explorers see no neighbours, a search loads no "
-                           "neighbours of its best events, the ranking has no relation term",
+                           "neighbours of its best events, the ranking has no relation or thread term",
            {"use_relations": False, "neighbour_events": 0}),
     Preset("no_refinement", "ablation: no gap-aware second round", {"refinement": False}),
     Preset("no_planner", "ablation: the question is the only sub-goal", {"use_planner": False}),
