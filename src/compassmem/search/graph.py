@@ -269,8 +269,9 @@ class GraphView:
             out[owners] = np.maximum.reduceat(values[order], starts, axis=0)
         return out
 
-    def neighbour_mean(self, values: np.ndarray) -> np.ndarray:
-        """Per event, the mean of `values` over its typed neighbours (0 for an isolated event)."""
+    def _edge_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(source rows, target rows, degree floored at 1) of the typed relations among the loaded events,
+        both directions; built once per view."""
         if not hasattr(self, "_edges"):
             pairs = [(self._index[a], self._index[n.event_id]) for a, ns in self.adjacency.items()
                      for n in ns if a in self._index and n.event_id in self._index]
@@ -278,7 +279,11 @@ class GraphView:
             dst = np.array([b for _, b in pairs], dtype=np.int64)
             degree = np.bincount(src, minlength=len(self.ids)).astype(float) if pairs else np.zeros(len(self.ids))
             self._edges = (src, dst, np.maximum(degree, 1.0))
-        src, dst, degree = self._edges
+        return self._edges
+
+    def neighbour_mean(self, values: np.ndarray) -> np.ndarray:
+        """Per event, the mean of `values` over its typed neighbours (0 for an isolated event)."""
+        src, dst, degree = self._edge_arrays()
         out = np.zeros(len(self.ids))
         if len(src):
             np.add.at(out, src, values[dst])
@@ -293,8 +298,7 @@ class GraphView:
     def hops_from(self, seeds: np.ndarray, max_hops: int) -> np.ndarray:
         """Per event (rows of `ids`), how many typed relations away it is from the nearest seed row (breadth
         first over the loaded graph); max_hops + 1 for an event farther away or not connected."""
-        self.neighbour_mean(np.zeros(len(self.ids)))  # builds the edge arrays
-        src, dst, _ = self._edges
+        src, dst, _ = self._edge_arrays()
         hops = np.full(len(self.ids), max_hops + 1, dtype=np.int64)
         frontier = np.zeros(len(self.ids), dtype=bool)
         frontier[seeds] = True
