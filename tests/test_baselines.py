@@ -46,7 +46,7 @@ def _speaker_rankings(tmp_path, turns: list[dict], question: str,
     `dates`: turn i said on dates[i], one step each)."""
     from compassmem import Memory
     from compassmem.bench.methods import HybridTurns
-    from compassmem.search.extract import ExtractiveResponder
+    from compassmem.search.offline_answerer import ExtractiveResponder
 
     mem = Memory(tmp_path / "m.db", embedder="hash")
     if dates:

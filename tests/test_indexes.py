@@ -147,7 +147,7 @@ def _fts5(store: SQLiteStore, namespace: str, text: str, k: int) -> list[tuple[s
 
 
 def test_the_impact_base_scores_like_fts5_and_keeps_up_with_new_rows(tmp_path):
-    from compassmem.store import impact as lexical
+    from compassmem.store import bm25_base as lexical
 
     store, token = _built_store(tmp_path)
     assert lexical.bases(store.index_dir, token), "80 observations > 40: an impact base is expected"
@@ -192,16 +192,16 @@ def test_forget_leaves_the_text_nowhere_and_says_what_it_removed(tmp_path):
 
 
 def test_a_segment_scores_its_rows_as_a_base_rebuilt_over_everything_would():
-    """Segments (impact.py) carry the main base's statistics plus their own, so the BM25 of a row in a
+    """Segments (bm25_base.py) carry the main base's statistics plus their own, so the BM25 of a row in a
     segment is what a full rebuild would give it, and they compare with each other."""
-    from compassmem.store import impact
+    from compassmem.store import bm25_base
 
     rng = np.random.default_rng(3)
     words = [f"w{i}" for i in range(60)]
     docs = [(rowid, " ".join(rng.choice(words, size=int(rng.integers(3, 12))))) for rowid in range(1, 301)]
-    main = impact.build(docs[:200], seq=1)
-    segment = impact.build(docs[200:], seq=2, main=main, lo=200)
-    whole = impact.build(docs, seq=2)
+    main = bm25_base.build(docs[:200], seq=1)
+    segment = bm25_base.build(docs[200:], seq=2, main=main, lo=200)
+    whole = bm25_base.build(docs, seq=2)
     assert segment.lo == 200 and segment.n_docs == whole.n_docs and segment.avgdl == pytest.approx(whole.avgdl)
     for terms in (["w1"], ["w7", "w30"], ["w59", "w2", "w2"]):
         got = dict(zip(*(a.tolist() for a in segment.search(terms, 100))))
@@ -210,7 +210,7 @@ def test_a_segment_scores_its_rows_as_a_base_rebuilt_over_everything_would():
 
 
 def test_rows_after_the_base_become_segments_and_the_indexes_still_agree(tmp_path):
-    from compassmem.store import impact
+    from compassmem.store import bm25_base
 
     policy = IndexPolicy(ann_min_rows=40, delta_min_rows=8, lexical_delta_fraction=0.9, lexical_segment_fraction=0.1)
     db = str(tmp_path / "m.db")
@@ -218,16 +218,16 @@ def test_rows_after_the_base_become_segments_and_the_indexes_still_agree(tmp_pat
     store = SQLiteStore(db, index_policy=policy)
     store.refresh_indexes("k")
     token = store.meta.get("index_token/k")
-    main_seq = impact.bases(store.index_dir, token)[0][0]
+    main_seq = bm25_base.bases(store.index_dir, token)[0][0]
     with Memory(store=store, embedder="hash") as mem:
         for step, obs, when in _steps("k", n_steps=9, turns=8)[6:]:
             mem.add(obs, namespace="k", step=step, world_time=when)
             assert store.check_indexes("k") == []
         mem.add(["a zebracorn appeared at the lantern festival"], namespace="k")
-        segs = impact.segments(store.index_dir, token, main_seq)
-        assert impact.bases(store.index_dir, token)[0][0] == main_seq, "under 90 % growth: the same main base"
+        segs = bm25_base.segments(store.index_dir, token, main_seq)
+        assert bm25_base.bases(store.index_dir, token)[0][0] == main_seq, "under 90 % growth: the same main base"
         assert len(segs) >= 2, "25 new rows, a segment past every 8: segments are expected"
-        assert [impact.load(p).lo for _, p in segs][1:] == [impact.load(p).watermark for _, p in segs][:-1]
+        assert [bm25_base.load(p).lo for _, p in segs][1:] == [bm25_base.load(p).watermark for _, p in segs][:-1]
         assert store.lexical_search("k", "zebracorn", 5)[0][0] == store.observations("k")[-1].id
         # a fresh process reads the same chain of files and answers the same
         before = store.lexical_search("k", "garden pottery violin", 10)

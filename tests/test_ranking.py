@@ -12,7 +12,7 @@ from compassmem.config import SearchSettings
 from compassmem.models import Observation
 from compassmem.search.graph import GraphView
 from compassmem.search.responder import Reply
-from compassmem.search.extract import ExtractiveResponder, candidates
+from compassmem.search.offline_answerer import ExtractiveResponder, candidates
 from compassmem.search.rank import (RankWeights, asks, named_participants, names_used, rank_observations, subject_of,
                                    without_people)
 from compassmem.store import SQLiteStore

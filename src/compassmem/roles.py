@@ -18,7 +18,7 @@ from .search.engine import SearchRoles
 from .search.explorer import LLMPolicy, OfflinePolicy
 from .search.localize import LLMStartSelector, OfflineStartSelector
 from .search.planner import LLMPlanner, OfflinePlanner
-from .search.extract import ExtractiveResponder
+from .search.offline_answerer import ExtractiveResponder
 from .search.responder import LLMResponder
 from .store import Store
 

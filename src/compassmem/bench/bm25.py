@@ -1,6 +1,6 @@
 """Okapi BM25 over pre-tokenised documents, as one sparse matrix: the `bm25_turns` baseline's scorer.
 
-Not the product's BM25: a memory's lexical search is the store's own index (store/impact.py over SQLite,
+Not the product's BM25: a memory's lexical search is the store's own index (store/bm25_base.py over SQLite,
 postings in PostgreSQL), which the search reads. The baseline keeps the textbook formula a user of
 rank_bm25 would get, so "BM25 turns" in every table means what it says.
 

@@ -18,7 +18,7 @@ console = Console()
 @models_app.command("list")
 def list_models() -> None:
     """Known models, their size and whether they are already fetched."""
-    from ..fetch import MODELS, model_path
+    from ..gguf_fetch import MODELS, model_path
 
     t = Table("name", "size", "fetched", "note")
     for m in MODELS.values():
@@ -30,7 +30,7 @@ def list_models() -> None:
 def fetch_model(name: str = typer.Argument(..., help="Model name (see `models list`)."),
                 directory: Optional[Path] = typer.Option(None, "--dir", help="Cache folder (default ~/.cache/compassmem/models).")) -> None:
     """Download, reassemble and verify (GGUF magic + sha256) one model; prints its path."""
-    from ..fetch import fetch
+    from ..gguf_fetch import fetch
 
     path = fetch(name, directory, log=lambda s: console.print(f"[dim]{escape(s)}[/]"))
     print(path)
@@ -39,7 +39,7 @@ def fetch_model(name: str = typer.Argument(..., help="Model name (see `models li
 @models_app.command("path")
 def path_of(name: str = typer.Argument(...), directory: Optional[Path] = typer.Option(None, "--dir")) -> None:
     """Print where a model lives (exit 1 when it is not fetched yet)."""
-    from ..fetch import model_path
+    from ..gguf_fetch import model_path
 
     p = model_path(name, directory)
     print(p)

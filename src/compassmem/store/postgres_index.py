@@ -11,8 +11,8 @@ import numpy as np
 
 from ..embed.base import dots, l2_normalise
 from ..text import index_terms
-from . import impact
-from .impact import LexicalBase
+from . import bm25_base
+from .bm25_base import LexicalBase
 from .postgres_schema import hnsw_indexes
 from .postgres_values import _terms
 from .rows import KINDS as _KINDS
@@ -135,7 +135,7 @@ class PostgresIndexes:
         return self._reads.fetch(state, ("lexical", namespace), [key], compute)[key][:]
 
     def _kept_postings(self, state: str, namespace: str) -> tuple[LexicalBase, dict[int, str]] | None:
-        """The namespace's postings as an impact base (store/impact.py: the SQLite store's BM25 for large
+        """The namespace's postings as an impact base (store/bm25_base.py: the SQLite store's BM25 for large
         namespaces), read once per database state, once that state has served enough BM25 queries and
         the namespace is under POSTINGS_KEPT_BELOW observations: each new question and name then costs a
         few posting slices in numpy instead of an aggregate in SQL (5 ms at 10 K events, 40 ms at 100 K).
@@ -161,7 +161,7 @@ class PostgresIndexes:
             tf = np.fromiter((p[2] for p in postings), np.float64, len(postings))
             order = np.argsort(term, kind="stable")
             n, total = int(totals[0][0]), float(totals[0][1])
-            base = impact.from_postings(rowids, np.fromiter((r[2] for r in docs), np.int64, len(docs)),
+            base = bm25_base.from_postings(rowids, np.fromiter((r[2] for r in docs), np.int64, len(docs)),
                                         term[order], doc[order], tf[order], vocab, n, max(total / max(n, 1), 1e-9))
             return {key: (base, {r[0]: r[1] for r in docs}) if base is not None else None for key in keys}
 

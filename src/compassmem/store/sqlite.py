@@ -24,7 +24,7 @@ from .meta import Cache, Meta
 from .steps import Steps
 from .shared import SharedSQL
 from .sql import SQLiteSQL
-from .impact import LexicalBase
+from .bm25_base import LexicalBase
 from .reads import SearchReads, stack
 from .row_cache import ReadCache
 from .rows import KindCalls

@@ -9,8 +9,8 @@ import numpy as np
 
 from ..embed.base import dots, l2_normalise
 from ..text import index_terms
-from . import impact
-from .impact import LexicalBase
+from . import bm25_base
+from .bm25_base import LexicalBase
 from .rows import KINDS as _KINDS
 from .sqlite_schema import chunks as _chunks, fts_name, observation_terms
 from .vectors import VectorIndex, base_files, open_base, write_base
@@ -27,7 +27,7 @@ class SQLiteIndexes:
     def lexical_search(self, namespace: str, text: str, k: int) -> list[tuple[str, float]]:
         """(observation id, BM25) of the k best observations for a text's terms (text.index_terms), best
         first: FTS5 over the namespace, or, for a large one, its impact base and segments plus FTS5 over
-        the rows added or changed since (store/impact.py)."""
+        the rows added or changed since (store/bm25_base.py)."""
         terms = index_terms(text)
         if not terms or k <= 0:
             return []
@@ -86,17 +86,17 @@ class SQLiteIndexes:
                                            (main.watermark,)).fetchone()[0] + len(self._lexical_dirty(namespace, main, head))
                 rebuild = after > max(policy.delta_min_rows, policy.lexical_delta_fraction * main.size)
             if rebuild:
-                built = impact.build(self._conn.execute(f'SELECT rowid, terms FROM "{fts}"'), head)
+                built = bm25_base.build(self._conn.execute(f'SELECT rowid, terms FROM "{fts}"'), head)
                 if built is not None:
-                    tiers = [impact.save(built, self.index_dir, token) if self.index_dir is not None else built]
+                    tiers = [bm25_base.save(built, self.index_dir, token) if self.index_dir is not None else built]
             elif tiers:
                 last = tiers[-1].watermark
                 tail = self._conn.execute(f'SELECT COUNT(*) FROM "{fts}_content" WHERE id > ?', (last,)).fetchone()[0]
                 if tail > max(policy.delta_min_rows, policy.lexical_segment_fraction * tiers[0].size):
-                    seg = impact.build(self._conn.execute(f'SELECT rowid, terms FROM "{fts}" WHERE rowid > ?',
+                    seg = bm25_base.build(self._conn.execute(f'SELECT rowid, terms FROM "{fts}" WHERE rowid > ?',
                                                           (last,)), head, main=tiers[0], lo=last)
                     if seg is not None:
-                        tiers.append(impact.save(seg, self.index_dir, token, main_seq=tiers[0].seq)
+                        tiers.append(bm25_base.save(seg, self.index_dir, token, main_seq=tiers[0].seq)
                                      if self.index_dir is not None else seg)
         self._lexicals[key] = (head, tiers)
         return tiers
@@ -104,16 +104,16 @@ class SQLiteIndexes:
     def _load_lexical(self, token: str, head: int) -> list[LexicalBase]:
         """The newest readable main base this database's log has reached, and its segments in order (a
         segment that cannot be read ends the chain: the rows after the last good one go to FTS5)."""
-        for seq, path in impact.bases(self.index_dir, token):
+        for seq, path in bm25_base.bases(self.index_dir, token):
             if seq > head:
                 continue  # built by a process whose transaction this database never kept: not ours
             try:
-                tiers = [impact.load(path)]
+                tiers = [bm25_base.load(path)]
             except (OSError, ValueError, KeyError):
                 continue
-            for seg_seq, seg_path in impact.segments(self.index_dir, token, seq):
+            for seg_seq, seg_path in bm25_base.segments(self.index_dir, token, seq):
                 try:
-                    seg = impact.load(seg_path)
+                    seg = bm25_base.load(seg_path)
                 except (OSError, ValueError, KeyError):
                     break
                 if seg_seq > head or seg.lo != tiers[-1].watermark:
@@ -287,5 +287,5 @@ class SQLiteIndexes:
                     for _, p in base_files(self.index_dir, token, kind):
                         p.unlink(missing_ok=True)
                         files += 1
-                files += impact.remove(self.index_dir, token)
+                files += bm25_base.remove(self.index_dir, token)
             return files

@@ -35,7 +35,7 @@ class IndexPolicy:
     delta_fraction: float = 0.05  # fold the delta into a new base once it exceeds this share of the base
     delta_min_rows: int = 2_000  # ... and at least this many rows
     lexical_delta_fraction: float = 0.2  # the lexical base is rebuilt whole, so less often (amortised 5×)
-    lexical_segment_fraction: float = 0.02  # ... and rows after it become a new segment every 2 % (impact.py)
+    lexical_segment_fraction: float = 0.02  # ... and rows after it become a new segment every 2 % (bm25_base.py)
     # HNSW parameters from `compassmem bench ann` on 58,740 real MiniLM vectors and 1,895 real questions
     # (docs/benchmarks.md, "ANN on real embeddings"): i8 storage capped recall@10 at 0.947 whatever the
     # graph; f16 reaches 0.994 at ef 256 (recall@100 0.964) in 0.7 ms, as f32 does in 1.2 ms
