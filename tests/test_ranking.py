@@ -376,3 +376,20 @@ def test_the_thread_term_demotes_a_questions_turns_far_from_its_best_over_typed_
     assert rank_observations(g, own, "I finally saw the lake", [], w)[0] == plain
     # a memory without relations has no thread to follow: nothing is demoted
     assert rank_observations(_chain_graph(linked=False), own, "What happened?", [], w)[0] == plain
+
+
+def test_a_long_passage_of_a_document_yields_to_a_short_one_but_a_chat_turn_never_does(tmp_path):
+    long_text = "The rain fell on the harbour town all through that grey winter. " * 12  # ~150 tokens
+    short_text = "Krag met Maskull at the inn."
+    mem = Memory(tmp_path / "m.db", embedder="hash")
+    mem.add_document(f"{long_text}\n\n{short_text}\n", namespace="book")
+    mem.add([{"id": "D1:1", "speaker": "Ana", "text": long_text}, {"id": "D1:2", "speaker": "Ben", "text": short_text}],
+            namespace="chat", step=1, world_time="8 May 2023")
+    for namespace, short_first in (("book", True), ("chat", False)):
+        g = mem.graph(namespace)
+        by_text = {g.observations[o].text.strip(): o for o in g.obs_order}
+        own = np.ones(len(g.obs_order))  # equally similar: without the term, stream order decides
+        plain, _ = rank_observations(g, own, "Who did Maskull meet?", [], RankWeights())
+        weighted, _ = rank_observations(g, own, "Who did Maskull meet?", [], RankWeights(passage_length_weight=0.4))
+        assert plain.index(by_text[long_text.strip()]) < plain.index(by_text[short_text])
+        assert (weighted.index(by_text[short_text]) < weighted.index(by_text[long_text.strip()])) is short_first, namespace

@@ -228,6 +228,14 @@ class GraphView:
         wanted = [i for i, name in enumerate(self.speakers()) if name in names]
         return np.isin(self._speaker_codes, wanted).astype(float)
 
+    def passage_lengths(self) -> np.ndarray:
+        """Per observation (rows in obs_order), its length in approximate tokens when no one said it (a
+        passage of a document), else 0."""
+        if not hasattr(self, "_passage_tokens"):
+            said = (self.observations[o] for o in self._obs_order)
+            self._passage_tokens = np.array([0 if o.speaker else approx_tokens(o.text) for o in said], dtype=float)
+        return self._passage_tokens
+
     def date_mask(self, first: date, last: date) -> np.ndarray:
         """1.0 for the observations (in obs_order) said between `first` and `last`, both included; an
         observation without a date is never inside."""

@@ -16,6 +16,7 @@ Score of an observation o in event e:
     score(o) = own(o) + event_weight · event(e)
              − thread_weight · [e is more than thread_hops typed relations from the events of the best
                                 thread_seeds turns by this score], for a question
+             − passage_length_weight · log(tokens(o) / 25), for a passage no one said longer than 25 tokens
 
 Why each term (measured in docs/benchmarks.md, chosen by leave-one-conversation-out):
 - an event is a unit of meaning: a turn inside a relevant event is likely evidence even when it shares
@@ -38,6 +39,9 @@ Why each term (measured in docs/benchmarks.md, chosen by leave-one-conversation-
   relations join an event to its own conversation (follow-up, before/after, cause), so a turn far over
   them from the best turns is likely off the thread. A statement recalled by (a trigger for its cue) looks
   for a link the graph does not hold, and keeps every turn;
+- evidence is handed within a token budget: a document's 300-token paragraph takes the room of a dozen
+  short ones, so a long passage must be that much better to go first (speakers' turns are left alone: on
+  chats the answer is often the long turn, and a length rule for every turn cost REALTALK 4.5 points);
 - for a question about the present, a later restatement of the same thing by the same person outranks
   the earlier one (search/current.py: newer facts first, the older one stays as history).
 """
@@ -79,6 +83,7 @@ class RankWeights:
     thread_weight: float = 0.0
     thread_seeds: int = 10
     thread_hops: int = 2
+    passage_length_weight: float = 0.0
 
     @classmethod
     def from_settings(cls, s: SearchSettings) -> "RankWeights":
@@ -90,6 +95,7 @@ class RankWeights:
                        set_event_weight=w.set_event_weight if s.use_planner else 1.0)
 
 
+PASSAGE_TOKENS = 25.0  # a passage up to this long pays no length penalty (a line of a script, a short paragraph)
 ROLES = MACHINE_ROLES | {"user"}  # speakers' role names, not people's names
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
 # words that frame a question without saying what it is about ("what types of sports")
@@ -195,6 +201,10 @@ def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: li
         seeds = np.unique(graph.obs_event[best_first(score, weights.thread_seeds)])
         far = graph.hops_from(seeds, weights.thread_hops) > weights.thread_hops
         score = score - weights.thread_weight * far[graph.obs_event]
+    if weights.passage_length_weight:
+        tokens = graph.passage_lengths()
+        long = tokens > PASSAGE_TOKENS
+        score[long] -= weights.passage_length_weight * np.log(tokens[long] / PASSAGE_TOKENS)
     if weights.newer_window:
         best = best_first(score, weights.newer_window)
         score = newer_first(graph, question, best, score, weights.newer_window, weights.newer_margin,
