@@ -21,8 +21,8 @@ from compassmem import Memory
 from compassmem.bench.metrics import answer_recall_at_budget
 from compassmem.embed import make_embedder
 from compassmem.embed.base import dots
-from compassmem.search.graph import approx_tokens
-from compassmem.search.rank import PASSAGE_TOKENS
+from compassmem.search.graph import approx_tokens, passage_tokens
+from compassmem.search.rank import length_penalty
 from compassmem.search.responder import evidence_line
 
 
@@ -44,8 +44,7 @@ def main() -> None:
             by_id = {o.id: o for o in memory.store.observations(namespace)}
             said = [by_id[i] for i in ids]
             lines = [evidence_line(o) for o in said]
-            length = np.array([0 if o.speaker else approx_tokens(o.text) for o in said], float)
-            penalty = np.where(length > PASSAGE_TOKENS, np.log(np.maximum(length, PASSAGE_TOKENS) / PASSAGE_TOKENS), 0.0)
+            penalty = length_penalty(np.array([passage_tokens(o) for o in said], float))
             passages[namespace] = (matrix, lines, [approx_tokens(line) for line in lines], penalty)
         matrix, lines, tokens, penalty = passages[namespace]
         cosine = dots(matrix, embedder.embed([question])[0]).astype(float)

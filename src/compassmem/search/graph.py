@@ -229,11 +229,10 @@ class GraphView:
         return np.isin(self._speaker_codes, wanted).astype(float)
 
     def passage_lengths(self) -> np.ndarray:
-        """Per observation (rows in obs_order), its length in approximate tokens when no one said it (a
-        passage of a document), else 0."""
+        """Per observation (rows in obs_order), passage_tokens: its length when no one said it, else 0."""
         if not hasattr(self, "_passage_tokens"):
-            said = (self.observations[o] for o in self._obs_order)
-            self._passage_tokens = np.array([0 if o.speaker else approx_tokens(o.text) for o in said], dtype=float)
+            self._passage_tokens = np.array([passage_tokens(self.observations[o]) for o in self._obs_order],
+                                            dtype=float)
         return self._passage_tokens
 
     def date_mask(self, first: date, last: date) -> np.ndarray:
@@ -377,3 +376,9 @@ class GraphView:
 def approx_tokens(text: str) -> int:
     """Words × 4/3: close to BPE counts for English prose, and model-independent for comparisons."""
     return math.ceil(len(text.split()) * 4 / 3)
+
+
+def passage_tokens(o: Observation) -> int:
+    """An observation's length in approximate tokens when no one said it (a passage of a document), else 0:
+    the length the ranking's budget rule reads (rank.length_penalty)."""
+    return 0 if o.speaker else approx_tokens(o.text)

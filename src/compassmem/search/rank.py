@@ -202,15 +202,19 @@ def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: li
         far = graph.hops_from(seeds, weights.thread_hops) > weights.thread_hops
         score = score - weights.thread_weight * far[graph.obs_event]
     if weights.passage_length_weight:
-        tokens = graph.passage_lengths()
-        long = tokens > PASSAGE_TOKENS
-        score[long] -= weights.passage_length_weight * np.log(tokens[long] / PASSAGE_TOKENS)
+        score = score - weights.passage_length_weight * length_penalty(graph.passage_lengths())
     if weights.newer_window:
         best = best_first(score, weights.newer_window)
         score = newer_first(graph, question, best, score, weights.newer_window, weights.newer_margin,
                             weights.newer_max_words)
     order = best_first(score, limit)
     return [graph.obs_order[i] for i in order], score[order]
+
+
+def length_penalty(tokens: np.ndarray) -> np.ndarray:
+    """log(tokens / PASSAGE_TOKENS) for the passages longer than PASSAGE_TOKENS, else 0 (a speaker's turn has
+    length 0 in GraphView.passage_lengths, so it never pays)."""
+    return np.log(np.maximum(tokens, PASSAGE_TOKENS) / PASSAGE_TOKENS)
 
 
 def best_first(score: np.ndarray, limit: int | None = None) -> np.ndarray:
