@@ -343,17 +343,13 @@ def test_graph_mode_calls_the_model_once_and_agentic_mode_keeps_to_its_call_budg
 def test_neighbours_of_the_best_events_are_taken_in_turn_and_capped():
     """A hub event with many relations must not fill the neighbour budget alone: each of the best events
     gives its first new neighbour before any gives its second; loaded and filtered-out events are skipped."""
-    from compassmem.models import Relation
     from compassmem.search.retrieve import neighbours_of as _neighbours
 
-    def rel(i, s, t):
-        return Relation(id=f"r{i}", namespace="n", source=s, target=t, type="follow_up")
-
-    hub = [rel(i, "a", f"h{i}") for i in range(10)]
-    rels = [*hub, rel(20, "b0", "b"), rel(21, "b", "b1"), rel(22, "c", "a"), rel(23, "x", "c")]
-    assert _neighbours(rels, ["a", "b", "c"], {"a", "b", "c"}, None, 4) == ["h0", "b0", "x", "h1"]
-    assert _neighbours(rels, ["a", "b", "c"], {"a", "b", "c", "h0"}, {"h0", "h1", "b1"}, 10) == ["h1", "b1"]
-    assert _neighbours(rels, ["a"], {"a"}, None, 0) == []
+    a = [f"h{i}" for i in range(10)] + ["c"]  # a hub, and one relation to c (loaded)
+    b, c = ["b0", "b1"], ["a", "x"]
+    assert _neighbours([a, b, c], {"a", "b", "c"}, None, 4) == ["h0", "b0", "x", "h1"]
+    assert _neighbours([a, b, c], {"a", "b", "c", "h0"}, {"h0", "h1", "b1"}, 10) == ["h1", "b1"]
+    assert _neighbours([a], {"a"}, None, 0) == []
 
 
 class _MenuModel:

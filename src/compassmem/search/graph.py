@@ -14,26 +14,17 @@ import numpy as np
 
 from ..config import LEXICAL_WEIGHT
 from ..embed.base import dots
-from ..models import REVISION_TYPES, Event, Observation, Topic
+from ..models import Event, Observation, Topic
 from ..store import Store
 from ..store.base import require_namespace
 from ..text import index_terms, is_question
 from ..timeutil import from_iso
+from .blocks import EventBlock, Neighbour, blocks_of, replies, topics_of
 from .current import said_by_assistant, speaks_for_self
 from .people import TURNS_READ, called, turns_saying
 
 
 _LOCK = threading.Lock()  # the per-text score and BM25 memos, shared by explorer threads
-
-
-@dataclass(frozen=True)
-class Neighbour:
-    event_id: str
-    type: str
-    outgoing: bool  # True: current -[type]-> neighbour
-
-    def hint(self, current: str) -> str:
-        return f"{current} -[{self.type}]-> {self.event_id}" if self.outgoing else f"{self.event_id} -[{self.type}]-> {current}"
 
 
 @dataclass
@@ -55,45 +46,39 @@ class GraphView:
 
     @classmethod
     def load(cls, store: Store, namespace: str) -> "GraphView":
-        """The whole namespace (inspection, tests, small memories). Search loads only what a question needs
-        (search/retrieve.py)."""
+        """The whole namespace (inspection, tests, small memories), with events of its own to change. Search
+        loads only what a question needs (search/retrieve.py)."""
         with store.snapshot():  # another process may commit a step between these reads
             require_namespace(store, namespace)
-            events, mat = store.get_events(namespace, list(store.event_topics(namespace)))
-            return cls.build(store, namespace, events, mat, store.relations(namespace))
+            view = cls.build(store, namespace, blocks_of(store, namespace, list(store.event_topics(namespace))))
+        view.events = {k: e.model_copy(deep=True) for k, e in view.events.items()}  # the blocks' are shared
+        view.topics = {k: t.model_copy(deep=True) for k, t in view.topics.items()}
+        return view
 
     @classmethod
-    def build(cls, store: Store, namespace: str, events: list[Event], mat: np.ndarray, relations,
-               allowed: set[str] | None = None) -> "GraphView":
-        ids = [e.id for e in events]
-        by_id = {e.id: e for e in events}
-        adjacency: dict[str, list[Neighbour]] = {eid: [] for eid in ids}
-        revised_by: dict[str, str] = {}  # earlier turn -> the later turn that revises it (construct/revise.py)
-        for r in relations:
-            if r.source in adjacency and r.target in adjacency and r.source != r.target:
-                adjacency[r.source].append(Neighbour(r.target, r.type, True))
-                adjacency[r.target].append(Neighbour(r.source, r.type, False))
-                if r.type in REVISION_TYPES and len(r.evidence) == 2:
-                    revised_by[r.evidence[0]] = r.evidence[1]
+    def build(cls, store: Store, namespace: str, blocks: list[EventBlock],
+              allowed: set[str] | None = None) -> "GraphView":
+        """The view of these events' blocks (search/blocks.py) and the typed relations among them; `allowed`:
+        only these observations are loaded (a filter)."""
+        ids = [b.event.id for b in blocks]
+        by_id = {b.event.id: b.event for b in blocks}
+        adjacency = {b.event.id: [n for n in b.neighbours if n.event_id in by_id] for b in blocks}
+        revisions = sorted((r for b in blocks for r in b.revisions if r[1] in by_id), key=lambda r: r[0])
         members: dict[str, list[str]] = {}
-        for e in events:
+        for e in by_id.values():
             if e.topic_id:
                 members.setdefault(e.topic_id, []).append(e.id)
-        obs, obs_mat = store.observations_of(namespace, ids)
-        if allowed is not None:  # filtered: the other observations are neither scored nor shown
-            rows = [i for i, o in enumerate(obs) if o.id in allowed]
-            obs, obs_mat = [obs[i] for i in rows], obs_mat[rows]
-        row = {eid: i for i, eid in enumerate(ids)}
-        owner = {o: e.id for e in events for o in e.observation_ids}
-        keep = [i for i, o in enumerate(obs) if o.id in owner]
-        topics = {t.id: t for t in store.topics(namespace)}
-        view = cls(namespace, by_id, ids, mat if len(ids) else np.zeros((0, 0), np.float32), adjacency, topics,
-                   members, {o.id: o for o in obs}, obs_mat[keep] if keep else None,
-                   np.array([row[owner[obs[i].id]] for i in keep], dtype=np.int64) if keep else None)
+        mat = np.stack([b.vector for b in blocks]) if blocks else np.zeros((0, 0), np.float32)
+        topics = dict(topics_of(store, namespace))  # the dict is the view's; the topics are shared
+        rows = _Rows(blocks, allowed)
+        obs = rows.observations
+        view = cls(namespace, by_id, ids, mat, adjacency, topics, members, {o.id: o for o in obs},
+                   rows.matrix if obs else None, rows.owner if obs else None)
         view.store = store
-        view.revised_by = revised_by
-        view._obs_order = [obs[i].id for i in keep]
-        view._owner = {o: e for o, e in owner.items() if o in view.observations}
+        view.revised_by = {earlier: later for _, _, earlier, later in revisions}  # the newest revision wins
+        view._obs_order = [o.id for o in obs]
+        view._owner = {o.id: ids[i] for o, i in zip(obs, rows.owner.tolist())}
+        view._assistant, view._passage_tokens, view._day_numbers, view._asked = rows.columns()
         return view
 
     @property
@@ -382,3 +367,26 @@ def passage_tokens(o: Observation) -> int:
     """An observation's length in approximate tokens when no one said it (a passage of a document), else 0:
     the length the ranking's budget rule reads (rank.length_penalty)."""
     return 0 if o.speaker else approx_tokens(o.text)
+
+
+class _Rows:
+    """The observations of some blocks in stream order (filtered to `allowed`), with their columns."""
+
+    def __init__(self, blocks: list[EventBlock], allowed: set[str] | None) -> None:
+        obs = [o for b in blocks for o in b.observations]
+        owner = np.repeat(np.arange(len(blocks), dtype=np.int64), [len(b.observations) for b in blocks])
+        self._cols = {c: np.concatenate([getattr(b, c) for b in blocks]) if blocks else np.zeros(0)
+                      for c in ("step", "seq", "speaker", "assistant", "own_voice", "asks", "passage", "day")}
+        order = np.lexsort((self._cols["seq"], self._cols["step"]))  # stable: stream order
+        if allowed is not None:  # filtered: the other observations are neither scored nor shown
+            order = order[[obs[i].id in allowed for i in order]] if len(order) else order
+        self.observations = [obs[i] for i in order]
+        self.owner = owner[order]  # row of the view's events
+        self.matrix = np.concatenate([b.matrix for b in blocks])[order] if len(order) else None
+        self._cols = {c: v[order] for c, v in self._cols.items()}
+
+    def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """assistant mask, passage lengths, day numbers and question_before, as GraphView keeps them."""
+        c = self._cols
+        return (c["assistant"].astype(bool), c["passage"].astype(float), c["day"].astype(np.int64),
+                replies(c["step"], c["seq"], c["speaker"], c["asks"].astype(bool), c["own_voice"].astype(bool)))

@@ -18,10 +18,11 @@ import numpy as np
 from ..config import SearchSettings
 from ..embed.base import CachedEmbedder, dots
 from ..errors import InputError
-from ..models import Filters, Relation
+from ..models import Filters
 from ..store import Store
 from ..store.base import require_namespace
 from ..text import index_terms, is_question
+from .blocks import blocks_of, owners_of
 from .graph import GraphView
 
 EXACT_FILTER_ROWS = 20_000  # a filter passing at most this many observations is searched exactly
@@ -110,35 +111,33 @@ def load_for(store: Store, namespace: str, texts: list[str], vectors: np.ndarray
             for oid, v in score.items():
                 obs_score[oid] = max(v, obs_score.get(oid, -1.0))
         seeds = dict(event_sim)
-        for oid, eid in store.owners(namespace, list(obs_score)).items():
-            seeds[eid] = max(obs_score[oid], seeds.get(eid, -1.0))
+        owner = owners_of(store, namespace, list(obs_score))
+        for oid in sorted(owner):  # events first met through observations, by observation id: ties keep that order
+            seeds[owner[oid]] = max(obs_score[oid], seeds.get(owner[oid], -1.0))
         ranked = sorted(seeds, key=lambda e: -seeds[e])
         chosen, best = ranked[: limits.max_events], ranked[: limits.expand]
-        near = neighbours_of(store.relations_of(namespace, best), best, set(chosen), allowed_events, limits.neighbours)
-        events, mat = store.get_events(namespace, [*chosen, *near])
-        edges = store.relations_of(namespace, [e.id for e in events], within=True)
-        view = GraphView.build(store, namespace, events, mat, edges, allowed)
+        blocks = blocks_of(store, namespace, chosen)
+        anchors = set(best)
+        near = neighbours_of([[n.event_id for n in b.neighbours] for b in blocks if b.event.id in anchors], set(chosen),
+                             allowed_events, limits.neighbours)
+        view = GraphView.build(store, namespace, blocks + blocks_of(store, namespace, near), allowed)
     view.remember_lexical(lexical)  # the question's BM25 is already known: keep it
     view.lexical_weight = limits.lexical_weight
     return view
 
 
-def neighbours_of(relations: list[Relation], anchors: list[str], loaded: set[str], allowed: set[str] | None,
-                  limit: int) -> list[str]:
-    """Up to `limit` events one typed relation away from `anchors` and not in `loaded`: the first new
-    neighbour of each anchor in anchor order, then the second of each, and so on."""
-    lists: dict[str, list[str]] = {a: [] for a in anchors}
-    for r in relations:
-        for end, other in ((r.source, r.target), (r.target, r.source)):
-            if end in lists and other not in loaded and (allowed is None or other in allowed):
-                lists[end].append(other)
+def neighbours_of(anchors: list[list[str]], loaded: set[str], allowed: set[str] | None, limit: int) -> list[str]:
+    """Up to `limit` events one typed relation away from the anchors (each given by its neighbours, in
+    stored order) and not in `loaded`: the first new neighbour of each anchor in anchor order, then the
+    second of each, and so on."""
+    lists = [[n for n in a if n not in loaded and (allowed is None or n in allowed)] for a in anchors]
     out: dict[str, None] = {}
-    for rank in range(max((len(v) for v in lists.values()), default=0)):
-        for a in anchors:
+    for rank in range(max((len(v) for v in lists), default=0)):
+        for found in lists:
             if len(out) >= limit:
                 return list(out)
-            if rank < len(lists[a]):
-                out.setdefault(lists[a][rank])
+            if rank < len(found):
+                out.setdefault(found[rank])
     return list(out)
 
 

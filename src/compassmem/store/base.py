@@ -6,7 +6,7 @@ Every backend (SQLite today, PostgreSQL + pgvector next) must pass tests/test_st
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Iterable, Iterator, Protocol, runtime_checkable
+from typing import Any, Callable, Iterable, Iterator, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -69,6 +69,11 @@ class Store(Protocol):
     def observations(self, namespace: str, step: int | None = None) -> list[Observation]: ...
     def observations_of(self, namespace: str, event_ids: list[str]) -> tuple[list[Observation], np.ndarray]:
         """The observations owned by these events, in stream order, with their normalised vectors."""
+        ...
+    def derived(self, namespace: str, kind: str, keys: list[str],
+                work_out: Callable[[list[str]], dict[str, Any]]) -> dict[str, Any]:
+        """Values worked out from the namespace's rows (`work_out(missing keys)`: one per key), kept between
+        calls while nothing is committed, like the rows a search reads; shared, so read-only."""
         ...
     def owners(self, namespace: str, observation_ids: list[str]) -> dict[str, str]:
         """observation id → owning event id."""

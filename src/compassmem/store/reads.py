@@ -4,7 +4,7 @@ relations touching them — written once for every backend over its `sql` execut
 
 from __future__ import annotations
 
-from typing import Callable, Hashable
+from typing import Any, Callable, Hashable
 
 import numpy as np
 
@@ -51,6 +51,13 @@ class SearchReads:
             cond, args = self.sql.any_of(column, chunk)
             out += self.sql.rows(sql.format(cond=cond), (namespace, *args))
         return out
+
+    def derived(self, namespace: str, kind: str, keys: list[str],
+                work_out: Callable[[list[str]], dict[str, Any]]) -> dict[str, Any]:
+        """What a caller works out from this namespace's rows, per key, kept like the rows themselves:
+        `work_out(keys not kept)` gives a value for each; kept values are shared between callers, so
+        they must never be changed."""
+        return self._reads.fetch(self._state(), ("derived", kind, namespace), keys, work_out)
 
     def observations_of(self, namespace: str, event_ids: list[str]) -> tuple[list[Observation], np.ndarray]:
         """The observations owned by these events, in stream order, with their normalised vectors (zero

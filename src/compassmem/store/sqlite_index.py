@@ -155,9 +155,12 @@ class SQLiteIndexes:
             keys, approx = index.search(query, max(2 * k, k + 16) if exact else k, self.policy)
             if not len(keys):
                 return []
-            if not exact:
-                names = dict(self._by_rowid(table, "rowid, id", namespace, [int(x) for x in keys]))
-                return [(names[int(r)], float(v)) for r, v in zip(keys, approx) if int(r) in names]
+            if not exact:  # rowid -> id kept between asks (store/row_cache.py): the same rows come back
+                def read(rowids: list[int]) -> dict[int, str | None]:
+                    found = dict(self._by_rowid(table, "rowid, id", namespace, rowids))
+                    return {r: found.get(r) for r in rowids}
+                names = self._reads.fetch(self._state(), ("ids by rowid", table, namespace), [int(x) for x in keys], read)
+                return [(names[int(r)], float(v)) for r, v in zip(keys, approx) if names[int(r)] is not None]
             rows = self._by_rowid(table, f"id, {col}", namespace, [int(x) for x in keys])
         sims = dots(self._matrix_of([r[1] for r in rows]), l2_normalise(query))
         order = np.lexsort((np.arange(len(rows)), -sims))

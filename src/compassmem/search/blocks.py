@@ -1,0 +1,122 @@
+"""Event blocks: one event with its observations in the columnar form a search's GraphView is cut from.
+
+An ask loads ~200 events with ~1,400 observations, and consecutive asks of one memory load mostly the
+same ones. Turning those rows into a view — owners, stream order, the per-turn facts the ranking reads
+(who speaks, does the turn ask something, how long a passage is, its day) — was half of an ask at 1 K
+events when it was done row by row on every ask (docs/benchmarks.md, Scale). A block is worked out once
+per event and kept by the store while nothing is committed (Store.derived), so an ask only concatenates
+the blocks it needs and sorts their rows.
+
+A block's Event and Observations are shared by every ask that loads them: read-only (GraphView.load,
+for a caller who may change what it gets, hands out copies).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..models import REVISION_TYPES, Event, Observation, Relation, Topic
+from ..store import Store
+from ..timeutil import from_iso
+from .current import said_by_assistant, speaks_for_self
+from ..text import is_question
+
+KIND = "event blocks"  # the store's name for what derived() keeps of them
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    event_id: str
+    type: str
+    outgoing: bool  # True: current -[type]-> neighbour
+
+    def hint(self, current: str) -> str:
+        return f"{current} -[{self.type}]-> {self.event_id}" if self.outgoing else f"{self.event_id} -[{self.type}]-> {current}"
+
+
+@dataclass(frozen=True)
+class EventBlock:
+    """An event and its own observations (those its observation_ids lists), in stream order, with the
+    per-observation columns GraphView and the ranking read."""
+
+    event: Event
+    vector: np.ndarray  # the event's normalised embedding
+    observations: tuple[Observation, ...]
+    matrix: np.ndarray  # their normalised embeddings, one row each
+    step: np.ndarray
+    seq: np.ndarray
+    speaker: np.ndarray  # object: str | None
+    assistant: np.ndarray  # bool: said by a machine role (current.said_by_assistant)
+    own_voice: np.ndarray  # bool: a person's own statement (current.speaks_for_self)
+    asks: np.ndarray  # bool: the turn asks something (text.is_question)
+    passage: np.ndarray  # float: passage_tokens (its length when no one said it, else 0)
+    day: np.ndarray  # int64: days since year 1 of its date, -1 without one
+    neighbours: tuple[Neighbour, ...]  # one per typed relation touching it (not to itself), in stored order
+    revisions: tuple[tuple[int, str, str, str], ...]  # (step, other event, earlier turn, later turn) of the
+    # revision relations it is the source of (construct/revise.py)
+
+
+def blocks_of(store: Store, namespace: str, event_ids: list[str]) -> list[EventBlock]:
+    """The blocks of these events, in the order asked (unknown ids skipped)."""
+    found = store.derived(namespace, KIND, event_ids, lambda missing: _work_out(store, namespace, missing))
+    return [b for b in (found[e] for e in event_ids) if b is not None]
+
+
+def topics_of(store: Store, namespace: str) -> dict[str, Topic]:
+    """The namespace's topics by id (every ask's view holds them all), read once per database state."""
+    return store.derived(namespace, "topics", [""], lambda _: {"": {t.id: t for t in store.topics(namespace)}})[""]
+
+
+def owners_of(store: Store, namespace: str, observation_ids: list[str]) -> dict[str, str]:
+    """observation id → the event it belongs to (those in no event left out), kept like the blocks."""
+    def read(ids: list[str]) -> dict[str, str | None]:
+        found = store.owners(namespace, ids)
+        return {o: found.get(o) for o in ids}
+    return {o: e for o, e in store.derived(namespace, "owners", observation_ids, read).items() if e is not None}
+
+
+def _work_out(store: Store, namespace: str, event_ids: list[str]) -> dict[str, EventBlock | None]:
+    from .graph import passage_tokens  # graph.py builds its views from this module
+
+    events, mat = store.get_events(namespace, event_ids)
+    obs, obs_mat = store.observations_of(namespace, [e.id for e in events])
+    row = {o.id: i for i, o in enumerate(obs)}
+    touching: dict[str, list[Relation]] = {e.id: [] for e in events}
+    for r in store.relations_of(namespace, list(touching)):  # in stored order
+        for end in {r.source, r.target} & touching.keys():
+            touching[end].append(r)
+    out: dict[str, EventBlock | None] = dict.fromkeys(event_ids)
+    for e, vector in zip(events, mat):
+        own = sorted((row[o] for o in e.observation_ids if o in row), key=lambda i: (obs[i].step, obs[i].seq))
+        mine = [obs[i] for i in own]
+        speakers = [o.speaker for o in mine]
+        days = [from_iso(o.date) for o in mine]
+        out[e.id] = EventBlock(
+            event=e, vector=vector, observations=tuple(mine), matrix=obs_mat[own],
+            step=np.array([o.step for o in mine], dtype=np.int64), seq=np.array([o.seq for o in mine], dtype=np.int64),
+            speaker=np.array(speakers, dtype=object),
+            assistant=np.array([said_by_assistant(s) for s in speakers], dtype=bool),
+            own_voice=np.array([speaks_for_self(s) for s in speakers], dtype=bool),
+            asks=np.array([is_question(o.text) for o in mine], dtype=bool),
+            passage=np.array([passage_tokens(o) for o in mine], dtype=float),
+            day=np.array([d.toordinal() if d else -1 for d in days], dtype=np.int64),
+            neighbours=tuple(Neighbour(r.target, r.type, True) if r.source == e.id else Neighbour(r.source, r.type, False)
+                             for r in touching[e.id] if r.source != r.target),
+            revisions=tuple((r.step, r.target, r.evidence[0], r.evidence[1]) for r in touching[e.id]
+                            if r.source == e.id and r.type in REVISION_TYPES and len(r.evidence) == 2))
+    return out
+
+
+def replies(step: np.ndarray, seq: np.ndarray, speaker: np.ndarray, asks: np.ndarray,
+            own_voice: np.ndarray) -> np.ndarray:
+    """Per row (rows in stream order), the row of the turn it replies to, else -1: the row just before it
+    when that is the previous turn of its session (same step, previous seq), asks something, was said by
+    someone else, and this reply is a person's own (GraphView.question_before says why)."""
+    asked = np.full(len(step), -1, dtype=np.int64)
+    if len(step) > 1:
+        ok = ((step[1:] == step[:-1]) & (seq[1:] == seq[:-1] + 1) & asks[:-1] & own_voice[1:]
+              & (speaker[1:] != speaker[:-1]))
+        asked[1:][ok] = np.flatnonzero(ok)
+    return asked
