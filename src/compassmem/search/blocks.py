@@ -24,6 +24,11 @@ from .current import said_by_assistant, speaks_for_self
 from ..text import is_question
 
 KIND = "event blocks"  # the store's name for what derived() keeps of them
+# a block's numeric columns: step and seq (stream order); said by a machine role (current.said_by_assistant);
+# a person's own statement (current.speaks_for_self); asks something (text.is_question); passage_tokens (its
+# length when no one said it, else 0); its date as days since year 1 (-1 without one). One array per block,
+# so an ask concatenates once, not once per column
+NUMBERS = ("step", "seq", "assistant", "own_voice", "asks", "passage", "day")
 
 
 @dataclass(frozen=True)
@@ -43,16 +48,11 @@ class EventBlock:
 
     event: Event
     vector: np.ndarray  # the event's normalised embedding
-    observations: tuple[Observation, ...]
+    observations: np.ndarray  # object: its own Observations, in stream order
+    ids: np.ndarray  # object: their ids
     matrix: np.ndarray  # their normalised embeddings, one row each
-    step: np.ndarray
-    seq: np.ndarray
     speaker: np.ndarray  # object: str | None
-    assistant: np.ndarray  # bool: said by a machine role (current.said_by_assistant)
-    own_voice: np.ndarray  # bool: a person's own statement (current.speaks_for_self)
-    asks: np.ndarray  # bool: the turn asks something (text.is_question)
-    passage: np.ndarray  # float: passage_tokens (its length when no one said it, else 0)
-    day: np.ndarray  # int64: days since year 1 of its date, -1 without one
+    numbers: np.ndarray  # float, one row per observation, the columns NUMBERS name
     neighbours: tuple[Neighbour, ...]  # one per typed relation touching it (not to itself), in stored order
     revisions: tuple[tuple[int, str, str, str], ...]  # (step, other event, earlier turn, later turn) of the
     # revision relations it is the source of (construct/revise.py)
@@ -91,21 +91,25 @@ def _work_out(store: Store, namespace: str, event_ids: list[str]) -> dict[str, E
     for e, vector in zip(events, mat):
         own = sorted((row[o] for o in e.observation_ids if o in row), key=lambda i: (obs[i].step, obs[i].seq))
         mine = [obs[i] for i in own]
-        speakers = [o.speaker for o in mine]
         days = [from_iso(o.date) for o in mine]
+        numbers = np.array([(o.step, o.seq, said_by_assistant(o.speaker), speaks_for_self(o.speaker), is_question(o.text),
+                             passage_tokens(o), d.toordinal() if d else -1) for o, d in zip(mine, days)],
+                           dtype=float).reshape(len(mine), len(NUMBERS))
         out[e.id] = EventBlock(
-            event=e, vector=vector, observations=tuple(mine), matrix=obs_mat[own],
-            step=np.array([o.step for o in mine], dtype=np.int64), seq=np.array([o.seq for o in mine], dtype=np.int64),
-            speaker=np.array(speakers, dtype=object),
-            assistant=np.array([said_by_assistant(s) for s in speakers], dtype=bool),
-            own_voice=np.array([speaks_for_self(s) for s in speakers], dtype=bool),
-            asks=np.array([is_question(o.text) for o in mine], dtype=bool),
-            passage=np.array([passage_tokens(o) for o in mine], dtype=float),
-            day=np.array([d.toordinal() if d else -1 for d in days], dtype=np.int64),
+            event=e, vector=vector, observations=_objects(mine), ids=_objects([o.id for o in mine]), matrix=obs_mat[own],
+            speaker=_objects([o.speaker for o in mine]), numbers=numbers,
             neighbours=tuple(Neighbour(r.target, r.type, True) if r.source == e.id else Neighbour(r.source, r.type, False)
                              for r in touching[e.id] if r.source != r.target),
             revisions=tuple((r.step, r.target, r.evidence[0], r.evidence[1]) for r in touching[e.id]
                             if r.source == e.id and r.type in REVISION_TYPES and len(r.evidence) == 2))
+    return out
+
+
+def _objects(values: list) -> np.ndarray:
+    """A 1-D object array of these values (numpy would read a model or a str as a sequence of its own)."""
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
     return out
 
 

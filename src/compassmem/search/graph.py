@@ -19,7 +19,7 @@ from ..store import Store
 from ..store.base import require_namespace
 from ..text import index_terms, is_question
 from ..timeutil import from_iso
-from .blocks import EventBlock, Neighbour, blocks_of, replies, topics_of
+from .blocks import NUMBERS, EventBlock, Neighbour, blocks_of, replies, topics_of
 from .current import said_by_assistant, speaks_for_self
 from .people import TURNS_READ, called, turns_saying
 
@@ -62,7 +62,14 @@ class GraphView:
         only these observations are loaded (a filter)."""
         ids = [b.event.id for b in blocks]
         by_id = {b.event.id: b.event for b in blocks}
-        adjacency = {b.event.id: [n for n in b.neighbours if n.event_id in by_id] for b in blocks}
+        index = {eid: i for i, eid in enumerate(ids)}
+        adjacency: dict[str, list[Neighbour]] = {}
+        src: list[int] = []
+        dst: list[int] = []  # the relations as rows, both directions, for hops_from and neighbour_mean
+        for i, b in enumerate(blocks):
+            near = adjacency[b.event.id] = [n for n in b.neighbours if n.event_id in index]
+            src += [i] * len(near)
+            dst += [index[n.event_id] for n in near]
         revisions = sorted((r for b in blocks for r in b.revisions if r[1] in by_id), key=lambda r: r[0])
         members: dict[str, list[str]] = {}
         for e in by_id.values():
@@ -71,13 +78,16 @@ class GraphView:
         mat = np.stack([b.vector for b in blocks]) if blocks else np.zeros((0, 0), np.float32)
         topics = dict(topics_of(store, namespace))  # the dict is the view's; the topics are shared
         rows = _Rows(blocks, allowed)
-        obs = rows.observations
-        view = cls(namespace, by_id, ids, mat, adjacency, topics, members, {o.id: o for o in obs},
-                   rows.matrix if obs else None, rows.owner if obs else None)
+        order = rows.ids.tolist()
+        view = cls(namespace, by_id, ids, mat, adjacency, topics, members, dict(zip(order, rows.observations.tolist())),
+                   rows.matrix if order else None, rows.owner if order else None)
         view.store = store
         view.revised_by = {earlier: later for _, _, earlier, later in revisions}  # the newest revision wins
-        view._obs_order = [o.id for o in obs]
-        view._owner = {o.id: ids[i] for o, i in zip(obs, rows.owner.tolist())}
+        view._obs_order = order
+        view._obs_ids = rows.ids
+        view._owner = dict(zip(order, np.array(ids + [""], dtype=object)[rows.owner].tolist()))
+        edges = (np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64))
+        view._edges = (*edges, np.maximum(np.bincount(edges[0], minlength=len(ids)), 1).astype(float))
         view._assistant, view._passage_tokens, view._day_numbers, view._asked = rows.columns()
         return view
 
@@ -88,6 +98,7 @@ class GraphView:
     def __post_init__(self) -> None:
         self._index = {eid: i for i, eid in enumerate(self.ids)}
         self._obs_order: list[str] = []
+        self._obs_ids: np.ndarray | None = None  # obs_order as an object array (a view cut from blocks)
         self._owner: dict[str, str] = {}
         self._score_memo: dict[str, np.ndarray] = {}
         self._lexical: dict[tuple[str, ...], list[tuple[str, float]]] = {}
@@ -166,7 +177,7 @@ class GraphView:
     def _obs_rows(self) -> dict[str, int]:
         """observation id -> its row in obs_order / obs_matrix."""
         if not hasattr(self, "_obs_row"):
-            self._obs_row = {o: i for i, o in enumerate(self._obs_order)}
+            self._obs_row = dict(zip(self._obs_order, range(len(self._obs_order))))
         return self._obs_row
 
     def event_of(self, observation_id: str) -> str | None:
@@ -304,6 +315,12 @@ class GraphView:
             hops[frontier] = h
         return hops
 
+    def ids_at(self, rows: np.ndarray) -> list[str]:
+        """The observation ids of these rows of obs_order."""
+        if self._obs_ids is None:
+            return [self._obs_order[i] for i in rows]
+        return self._obs_ids[rows].tolist()
+
     @property
     def obs_order(self) -> list[str]:
         """Observation ids in the row order of obs_matrix / observation_scores."""
@@ -373,20 +390,24 @@ class _Rows:
     """The observations of some blocks in stream order (filtered to `allowed`), with their columns."""
 
     def __init__(self, blocks: list[EventBlock], allowed: set[str] | None) -> None:
-        obs = [o for b in blocks for o in b.observations]
-        owner = np.repeat(np.arange(len(blocks), dtype=np.int64), [len(b.observations) for b in blocks])
-        self._cols = {c: np.concatenate([getattr(b, c) for b in blocks]) if blocks else np.zeros(0)
-                      for c in ("step", "seq", "speaker", "assistant", "own_voice", "asks", "passage", "day")}
-        order = np.lexsort((self._cols["seq"], self._cols["step"]))  # stable: stream order
-        if allowed is not None:  # filtered: the other observations are neither scored nor shown
-            order = order[[obs[i].id in allowed for i in order]] if len(order) else order
-        self.observations = [obs[i] for i in order]
+        def joined(part: str) -> np.ndarray:
+            return np.concatenate([getattr(b, part) for b in blocks]) if blocks else np.zeros(0, dtype=object)
+
+        numbers = np.concatenate([b.numbers for b in blocks]) if blocks else np.zeros((0, len(NUMBERS)))
+        ids = joined("ids")
+        owner = np.repeat(np.arange(len(blocks), dtype=np.int64), [len(b.ids) for b in blocks])
+        order = np.lexsort((numbers[:, 1], numbers[:, 0]))  # stable: stream order
+        if allowed is not None and len(order):  # filtered: the other observations are neither scored nor shown
+            order = order[[o in allowed for o in ids[order].tolist()]]
+        self.ids = ids[order]
+        self.observations = joined("observations")[order]
         self.owner = owner[order]  # row of the view's events
         self.matrix = np.concatenate([b.matrix for b in blocks])[order] if len(order) else None
-        self._cols = {c: v[order] for c, v in self._cols.items()}
+        self.speaker = joined("speaker")[order]
+        self.numbers = numbers[order]
 
     def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """assistant mask, passage lengths, day numbers and question_before, as GraphView keeps them."""
-        c = self._cols
-        return (c["assistant"].astype(bool), c["passage"].astype(float), c["day"].astype(np.int64),
-                replies(c["step"], c["seq"], c["speaker"], c["asks"].astype(bool), c["own_voice"].astype(bool)))
+        col = {name: self.numbers[:, i] for i, name in enumerate(NUMBERS)}
+        return (col["assistant"] > 0, col["passage"].copy(), col["day"].astype(np.int64),
+                replies(col["step"], col["seq"], self.speaker, col["asks"] > 0, col["own_voice"] > 0))

@@ -101,8 +101,10 @@ class ExtractiveResponder:
         for i, o in enumerate(observations):
             by_ns.setdefault(o.namespace, []).append(i)
         for ns, rows in by_ns.items():
-            if self.store.has_namespace(ns):
-                vecs = self.store.observation_vectors(ns, [observations[i].id for i in rows])
+            if self.store.has_namespace(ns):  # kept between asks like the rows (Store.derived)
+                kept = self.store.derived(ns, "turn vectors", [observations[i].id for i in rows],
+                                          lambda ids, ns=ns: dict(zip(ids, self.store.observation_vectors(ns, ids))))
+                vecs = np.stack([kept[observations[i].id] for i in rows])
                 if vecs.shape[1] == out.shape[1]:
                     out[rows] = vecs
         missing = [i for i in range(len(observations)) if not out[i].any()]

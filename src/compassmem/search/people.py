@@ -40,7 +40,10 @@ TURNS_READ = 60  # turns read per possible name: the best by BM25, short turns t
 def turns_saying(store: "Store", namespace: str, word: str) -> list[tuple[str | None, str]]:
     """(speaker, text) of the namespace's turns that contain `word`, the best TURNS_READ by BM25 (short
     turns that say it first: where a name is said to someone), nothing else decoded."""
-    return store.utterances(namespace, [oid for oid, _ in store.lexical_search(namespace, word, TURNS_READ)])
+    def read(words: list[str]) -> dict[str, list[tuple[str | None, str]]]:
+        return {w: store.utterances(namespace, [oid for oid, _ in store.lexical_search(namespace, w, TURNS_READ)])
+                for w in words}
+    return store.derived(namespace, "turns saying", [word], read)[word][:]  # kept between asks, like the rows
 
 
 # the word a turn greets ("Hey Kate!", "Hi there, Kate") or introduces ("my name is Kate"), whatever it is:

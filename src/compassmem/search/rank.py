@@ -208,7 +208,7 @@ def rank_observations(graph: GraphView, own: np.ndarray, question: str, kept: li
         score = newer_first(graph, question, best, score, weights.newer_window, weights.newer_margin,
                             weights.newer_max_words)
     order = best_first(score, limit)
-    return [graph.obs_order[i] for i in order], score[order]
+    return graph.ids_at(order), score[order]
 
 
 def length_penalty(tokens: np.ndarray) -> np.ndarray:
