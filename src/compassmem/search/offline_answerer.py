@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -53,8 +54,20 @@ class Clause:
 
 
 def clauses(observation: Observation) -> list[str]:
-    parts = [p.strip() for p in _SPLIT.split(observation.text) if p and p.strip()]
-    return [_FILLER.sub("", p).strip() for p in parts]
+    return list(_clauses(observation.text))
+
+
+@lru_cache(maxsize=32_768)
+def _clauses(text: str) -> tuple[str, ...]:
+    """Remembered per text: consecutive asks of a memory hand over mostly the same turns."""
+    parts = [p.strip() for p in _SPLIT.split(text) if p and p.strip()]
+    return tuple(_FILLER.sub("", p).strip() for p in parts)
+
+
+@lru_cache(maxsize=32_768)
+def _statements(text: str) -> tuple[str, ...]:
+    """The clauses of a text an answer may be: two words or more, asking nothing."""
+    return tuple(c for c in _clauses(text) if len(c.split()) >= 2 and not is_question(c))
 
 
 def main_part(question: str) -> str:
@@ -71,9 +84,7 @@ def candidates(observations: list[Observation]) -> list[Clause]:
     prev: Observation | None = None
     for o in observations:
         after_question = prev is not None and o.answers(prev)
-        for c in clauses(o):
-            if len(c.split()) >= 2 and not is_question(c):
-                out.append(Clause(c, o, after_question))
+        out += [Clause(c, o, after_question) for c in _statements(o.text)]
         prev = o
     return out
 

@@ -104,7 +104,7 @@ class VectorIndex:
         if self.keys:
             s = dots(self.buf[: len(self.keys)], q)
             top = top_k(s, k)
-            keys.append(np.asarray(self.keys, np.int64)[top])
+            keys.append(np.array([self.keys[i] for i in top.tolist()], np.int64))  # k of them, not every key
             sims.append(s[top])
         if self.base is not None and k > 0:
             # stale copies of changed rows are dropped below; their current versions are in the delta, so a
