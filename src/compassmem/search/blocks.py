@@ -124,3 +124,42 @@ def replies(step: np.ndarray, seq: np.ndarray, speaker: np.ndarray, asks: np.nda
               & (speaker[1:] != speaker[:-1]))
         asked[1:][ok] = np.flatnonzero(ok)
     return asked
+
+
+class Joined:
+    """The observations of some blocks in stream order (filtered to `allowed`), with their columns: what
+    GraphView.build cuts a view from."""
+
+    def __init__(self, blocks: list[EventBlock], allowed: set[str] | None) -> None:
+        # blocks by their first turn: events rarely interleave, so the rows are then in stream order as they
+        # are joined, and the ~1,400 vectors are copied once instead of joined and then reordered
+        first = [tuple(b.numbers[0, :2]) if len(b.ids) else (np.inf, np.inf) for b in blocks]
+        by_first = sorted(range(len(blocks)), key=first.__getitem__)
+        parts = [blocks[i] for i in by_first]
+
+        def joined(part: str) -> np.ndarray:
+            return np.concatenate([getattr(b, part) for b in parts]) if parts else np.zeros(0, dtype=object)
+
+        numbers = np.concatenate([b.numbers for b in parts]) if parts else np.zeros((0, len(NUMBERS)))
+        step, seq = numbers[:, 0], numbers[:, 1]
+        ordered = bool(np.all((step[1:] > step[:-1]) | ((step[1:] == step[:-1]) & (seq[1:] > seq[:-1]))))
+        order = None if ordered else np.lexsort((seq, step))  # stable: stream order
+        ids = joined("ids")
+        if allowed is not None and len(ids):  # filtered: the other observations are neither scored nor shown
+            order = np.arange(len(ids)) if order is None else order
+            order = order[[o in allowed for o in ids[order].tolist()]]
+        owner = np.repeat(np.array(by_first, dtype=np.int64), [len(b.ids) for b in parts])  # row of the view's events
+        matrix = np.concatenate([b.matrix for b in parts]) if parts else None
+        if order is None:
+            self.ids, self.owner, self.matrix, self.numbers = ids, owner, matrix, numbers
+            self.observations, self.speaker = joined("observations"), joined("speaker")
+        else:
+            self.ids, self.owner, self.numbers = ids[order], owner[order], numbers[order]
+            self.matrix = matrix[order] if len(order) else None
+            self.observations, self.speaker = joined("observations")[order], joined("speaker")[order]
+
+    def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """assistant mask, passage lengths, day numbers and question_before, as GraphView keeps them."""
+        col = {name: self.numbers[:, i] for i, name in enumerate(NUMBERS)}
+        return (col["assistant"] > 0, col["passage"].copy(), col["day"].astype(np.int64),
+                replies(col["step"], col["seq"], self.speaker, col["asks"] > 0, col["own_voice"] > 0))
