@@ -87,17 +87,19 @@ def _work_out(store: Store, namespace: str, event_ids: list[str]) -> dict[str, E
     for r in store.relations_of(namespace, list(touching)):  # in stored order
         for end in {r.source, r.target} & touching.keys():
             touching[end].append(r)
+    # the columns of all the observations at once (a speaker's flags and a date's day worked out once each),
+    # then each event's rows taken from them: stream order is row order, as observations_of returns it
+    flags = {s: (said_by_assistant(s), speaks_for_self(s)) for s in {o.speaker for o in obs}}
+    days = {d: (day.toordinal() if (day := from_iso(d)) else -1) for d in {o.date for o in obs}}
+    table = np.array([(o.step, o.seq, *flags[o.speaker], is_question(o.text), passage_tokens(o), days[o.date])
+                      for o in obs], dtype=float).reshape(len(obs), len(NUMBERS))
+    objects, ids, speakers = _objects(obs), _objects([o.id for o in obs]), _objects([o.speaker for o in obs])
     out: dict[str, EventBlock | None] = dict.fromkeys(event_ids)
     for e, vector in zip(events, mat):
-        own = sorted((row[o] for o in e.observation_ids if o in row), key=lambda i: (obs[i].step, obs[i].seq))
-        mine = [obs[i] for i in own]
-        days = [from_iso(o.date) for o in mine]
-        numbers = np.array([(o.step, o.seq, said_by_assistant(o.speaker), speaks_for_self(o.speaker), is_question(o.text),
-                             passage_tokens(o), d.toordinal() if d else -1) for o, d in zip(mine, days)],
-                           dtype=float).reshape(len(mine), len(NUMBERS))
+        own = np.array(sorted(row[o] for o in e.observation_ids if o in row), dtype=np.int64)
         out[e.id] = EventBlock(
-            event=e, vector=vector, observations=_objects(mine), ids=_objects([o.id for o in mine]), matrix=obs_mat[own],
-            speaker=_objects([o.speaker for o in mine]), numbers=numbers,
+            event=e, vector=vector, observations=objects[own], ids=ids[own], matrix=obs_mat[own],
+            speaker=speakers[own], numbers=table[own],
             neighbours=tuple(Neighbour(r.target, r.type, True) if r.source == e.id else Neighbour(r.source, r.type, False)
                              for r in touching[e.id] if r.source != r.target),
             revisions=tuple((r.step, r.target, r.evidence[0], r.evidence[1]) for r in touching[e.id]
