@@ -125,9 +125,16 @@ def test_a_version_1_database_is_upgraded_in_place(tmp_path):
         DROP TABLE "{fts_name(token)}"; DROP TABLE speakers; DROP TABLE vector_log; DROP TABLE event_history;
         DROP INDEX obs_event; DROP INDEX event_topic; ALTER TABLE observations DROP COLUMN event;
         DELETE FROM meta WHERE key LIKE 'index_token/%'; UPDATE meta SET value='1' WHERE key='schema_version';""")
+    for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall():
+        conn.execute(f"DROP TRIGGER {trigger}")
+    conn.execute("DROP TABLE namespace_changes")
+    conn.execute("DROP TABLE change_seq")
+    conn.commit()
     conn.close()
     store = SQLiteStore(db)
-    assert store.meta.get("schema_version") == "3"
+    assert store.meta.get("schema_version") == "4"
+    triggers = store._rows("SELECT COUNT(*) FROM sqlite_master WHERE type='trigger' AND name LIKE '%_changes'")[0][0]
+    assert triggers == 12  # v4: every write to what a search keeps raises its namespace's counter
     assert store.history.of("k", "e1.0") == []  # the v3 table exists; history starts at the upgrade
     assert store.check_indexes("k") == []
     store.close()

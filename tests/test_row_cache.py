@@ -14,28 +14,28 @@ def _reader(log):
 
 def test_reads_only_what_it_does_not_hold_while_the_state_is_the_same():
     cache, log = ReadCache(), []
-    assert cache.fetch(1, "k", [1, 2, 2], _reader(log)) == {1: 10, 2: 20}
-    assert cache.fetch(1, "k", [2, 3], _reader(log)) == {2: 20, 3: 30}
+    assert cache.fetch(1, "n", "k", [1, 2, 2], _reader(log)) == {1: 10, 2: 20}
+    assert cache.fetch(1, "n", "k", [2, 3], _reader(log)) == {2: 20, 3: 30}
     assert log == [[1, 2], [3]]
-    assert cache.fetch(1, "other kind", [2], _reader(log)) == {2: 20} and log[-1] == [2]
+    assert cache.fetch(1, "n", "other kind", [2], _reader(log)) == {2: 20} and log[-1] == [2]
 
 
 def test_a_new_state_a_clear_or_an_unknown_state_reads_again():
     cache, log = ReadCache(), []
-    cache.fetch(1, "k", [1], _reader(log))
-    cache.fetch(2, "k", [1], _reader(log))
+    cache.fetch(1, "n", "k", [1], _reader(log))
+    cache.fetch(2, "n", "k", [1], _reader(log))
     cache.clear()
-    cache.fetch(2, "k", [1], _reader(log))
-    cache.fetch(None, "k", [1], _reader(log))
-    cache.fetch(None, "k", [1], _reader(log))
+    cache.fetch(2, "n", "k", [1], _reader(log))
+    cache.fetch(None, "n", "k", [1], _reader(log))
+    cache.fetch(None, "n", "k", [1], _reader(log))
     assert log == [[1]] * 5
 
 
 def test_it_starts_over_beyond_its_limit_and_still_answers():
     cache, log = ReadCache(limit=3), []
-    assert cache.fetch(1, "k", [1, 2], _reader(log)) == {1: 10, 2: 20}
-    assert cache.fetch(1, "k", [1, 3, 4], _reader(log)) == {1: 10, 3: 30, 4: 40}  # 1 kept, 3 and 4 overflow
-    assert cache.fetch(1, "k", [1, 3], _reader(log)) == {1: 10, 3: 30}
+    assert cache.fetch(1, "n", "k", [1, 2], _reader(log)) == {1: 10, 2: 20}
+    assert cache.fetch(1, "n", "k", [1, 3, 4], _reader(log)) == {1: 10, 3: 30, 4: 40}  # 1 kept, 3 and 4 overflow
+    assert cache.fetch(1, "n", "k", [1, 3], _reader(log)) == {1: 10, 3: 30}
     assert log == [[1, 2], [3, 4], [1]]
 
 
@@ -43,8 +43,44 @@ def test_rows_read_under_an_older_state_are_not_kept_for_a_newer_one():
     cache, log = ReadCache(), []
 
     def racing(keys):  # another caller sees a newer state while this one reads
-        cache.fetch(2, "k", [9], _reader(log))
+        cache.fetch(2, "n", "k", [9], _reader(log))
         return {k: "old" for k in keys}
 
-    assert cache.fetch(1, "k", [1], racing) == {1: "old"}
-    assert cache.fetch(2, "k", [1], _reader(log)) == {1: 10}
+    assert cache.fetch(1, "n", "k", [1], racing) == {1: "old"}
+    assert cache.fetch(2, "n", "k", [1], _reader(log)) == {1: 10}
+
+
+def test_a_namespace_that_changes_leaves_what_is_kept_of_the_others():
+    cache, log = ReadCache(), []
+    cache.fetch(1, "a", "k", [1], _reader(log))
+    cache.fetch(1, "b", "k", [1], _reader(log))
+    cache.fetch(2, "b", "k", [1], _reader(log))  # b was written to: read again
+    cache.fetch(1, "a", "k", [1], _reader(log))  # a was not: kept
+    assert log == [[1], [1], [1]]
+    cache.fetch(1, "b", "k", [1], _reader(log))  # an older state of b is a change too, never served from 2's rows
+    assert log == [[1]] * 4
+
+
+def _turn(i: str, text: str) -> dict:
+    return {"id": i, "speaker": "Ana", "text": text}
+
+
+def test_sqlite_keeps_a_namespace_while_another_is_written_and_sees_every_commit(tmp_path):
+    from compassmem import Memory
+
+    blocks = ("derived", "event blocks")
+    mem = Memory(tmp_path / "m.db", embedder="hash")
+    mem.add([_turn("x1", "I adopted a puppy named Luna.")], namespace="x", step=1)
+    mem.add([_turn("y1", "My sister plays the cello.")], namespace="y", step=1)
+    mem.search("What is the puppy called?", "x")
+    assert mem.store._reads.holds("x", blocks)
+    mem.add([_turn("y2", "She plays in an orchestra now.")], namespace="y", step=2)
+    assert mem.store._reads.holds("x", blocks)  # another namespace's write leaves x's blocks
+    other = Memory(tmp_path / "m.db", embedder="hash")  # another connection writes to x itself
+    other.add([_turn("x2", "I moved to Porto with Luna in spring.")], namespace="x", step=2)
+    hits = mem.search("Where did Ana move with Luna?", "x")
+    assert any(o.id == "x2" for h in hits for o in h.observations)
+    mem.delete_all("x")  # deleted and made again: the counter never goes back, nothing old is served
+    assert not mem.store._rows("SELECT 1 FROM namespace_changes WHERE namespace='x'")  # nor is its name kept
+    mem.add([_turn("x3", "I bought a bicycle.")], namespace="x", step=1)
+    assert {o.id for h in mem.search("What did Ana buy?", "x") for o in h.observations} == {"x3"}

@@ -314,7 +314,7 @@ def test_bm25_is_the_same_on_every_backend(tmp_path, pg_url):
         queries = ("beagle puppy", "marathon in the garden", "kayak lake museum concert", "piano")
         with pg.snapshot():  # the first query in SQL, the others from the postings kept as an impact base
             from_bases = [pg.lexical_search(namespace, query, 20) for query in queries]
-        assert pg._reads._kinds.get(("postings", namespace))
+        assert pg._reads.holds(namespace, "postings")
         for query, from_base in zip(queries, from_bases):
             lite = stores[0].lexical_search(namespace, query, 20)
             in_sql = pg._bm25(namespace, sorted(set(index_terms(query))), 20)  # the SQL path, whatever is kept

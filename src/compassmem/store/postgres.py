@@ -66,10 +66,10 @@ class PostgresStore(SearchReads, SharedSQL, PostgresEditing, PostgresIndexes, Ki
         self._reads = ReadCache()  # what searches read, between asks, while nothing is committed (row_cache.py)
         self._scans: dict[tuple[str, str], tuple[str, int]] = {}  # vector and BM25 searches per database state (_worth_keeping)
 
-    def _state(self) -> str | None:
+    def _state(self, namespace: str | None = None) -> str | None:
         """Inside a read snapshot, the snapshot itself (`pg_current_snapshot()`: which transactions' writes
         it sees), read once per snapshot: two snapshots that are equal see the same data, and any commit
-        anywhere in the cluster makes the next one differ. Elsewhere None, and nothing is kept: a statement
+        anywhere in the cluster makes the next one differ (so it is the same for every `namespace`). Elsewhere None, and nothing is kept: a statement
         outside a snapshot sees whatever is committed when it runs, and a write transaction sees its own
         uncommitted rows."""
         local = self._local

@@ -92,7 +92,7 @@ class PostgresIndexes:
         def read(keys: list) -> dict:
             return {key: self._table_matrix(namespace, kind) for key in keys}
 
-        ids, mat = self._reads.fetch(state, ("vectors", namespace), [kind], read)[kind]
+        ids, mat = self._reads.fetch(state, namespace, "vectors", [kind], read)[kind]
         if not ids:
             return []
         sims = dots(mat, l2_normalise(query))
@@ -132,7 +132,7 @@ class PostgresIndexes:
             rowids, scores = base.search(terms, k)
             return {key: [(ids[int(r)], float(v)) for r, v in zip(rowids, scores)]}
 
-        return self._reads.fetch(state, ("lexical", namespace), [key], compute)[key][:]
+        return self._reads.fetch(state, namespace, "lexical", [key], compute)[key][:]
 
     def _kept_postings(self, state: str, namespace: str) -> tuple[LexicalBase, dict[int, str]] | None:
         """The namespace's postings as an impact base (store/bm25_base.py: the SQLite store's BM25 for large
@@ -165,7 +165,7 @@ class PostgresIndexes:
                                         term[order], doc[order], tf[order], vocab, n, max(total / max(n, 1), 1e-9))
             return {key: (base, {r[0]: r[1] for r in docs}) if base is not None else None for key in keys}
 
-        return self._reads.fetch(state, ("postings", namespace), ["base"], read)["base"]
+        return self._reads.fetch(state, namespace, "postings", ["base"], read)["base"]
 
     def _bm25(self, namespace: str, terms: list[str], k: int) -> list[tuple[str, float]]:
         rows = self._q("""

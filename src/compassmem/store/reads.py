@@ -29,7 +29,7 @@ def stack(vectors: list[bytes | None]) -> np.ndarray:
 
 
 class SearchReads:
-    """Mixed into each store. Needs from its host: `sql`, `_reads` (a ReadCache), `_state()` (the
+    """Mixed into each store. Needs from its host: `sql`, `_reads` (a ReadCache), `_state(namespace)` (the
     database's state, read before the rows it keys; None: unknown, keep nothing) and `_matrix_of`
     (stored vectors → a normalised matrix)."""
 
@@ -57,7 +57,7 @@ class SearchReads:
         """What a caller works out from this namespace's rows, per key, kept like the rows themselves:
         `work_out(keys not kept)` gives a value for each; kept values are shared between callers, so
         they must never be changed."""
-        return self._reads.fetch(self._state(), ("derived", kind, namespace), keys, work_out)
+        return self._reads.fetch(self._state(namespace), namespace, ("derived", kind), keys, work_out)
 
     def observations_of(self, namespace: str, event_ids: list[str]) -> tuple[list[Observation], np.ndarray]:
         """The observations owned by these events, in stream order, with their normalised vectors (zero
@@ -70,7 +70,7 @@ class SearchReads:
                 out[r[11]].append((r[2], r[3], records.observation(r), vec))  # Observation is frozen
             return out
 
-        found = self._reads.fetch(self._state(), ("observations", namespace), event_ids, read)
+        found = self._reads.fetch(self._state(namespace), namespace, "observations", event_ids, read)
         rows = sorted((r for rs in found.values() for r in rs), key=lambda r: (r[0], r[1]))
         return [r[2] for r in rows], stack([r[3] for r in rows])
 
@@ -82,7 +82,7 @@ class SearchReads:
             got = {r[1]: (records.event_fields(r), vec) for r, vec in zip(rows, self._vectors_of([r[9] for r in rows]))}
             return {i: got.get(i) for i in wanted}
 
-        rows = self._reads.fetch(self._state(), ("events", namespace), ids, read)
+        rows = self._reads.fetch(self._state(namespace), namespace, "events", ids, read)
         found = [r for r in rows.values() if r is not None]
         return [records.event_from(r[0]) for r in found], stack([r[1] for r in found])
 
@@ -97,7 +97,7 @@ class SearchReads:
                     out[r[3] if end == "source" else r[4]].append((r[0], records.relation_fields(r[1:])))
             return out
 
-        touching = self._reads.fetch(self._state(), ("relations", namespace), event_ids, read)
+        touching = self._reads.fetch(self._state(namespace), namespace, "relations", event_ids, read)
         wanted = set(touching)
         rows = {r[0]: r[1] for rs in touching.values() for r in rs  # by rowid: both ends may match
                 if not within or (r[1]["source"] in wanted and r[1]["target"] in wanted)}

@@ -1,12 +1,14 @@
 """Rows a search reads on every ask, kept between asks while the database does not change.
 
-An ask loads the ~100 events nearest its question with all of their observations and relations; the
+An ask loads the ~200 events nearest its question with all of their observations and relations; the
 next ask of the same memory loads mostly the same ones. Reading and decoding them again was 7 of an
-ask's 19 ms at 1 K events (docs/benchmarks.md, Scale). A backend that can say cheaply whether anything
-was committed since keeps what it read here (its `_state`: SQLite's `PRAGMA data_version` for other
-connections and `total_changes` for its own; PostgreSQL's read snapshot, `pg_current_snapshot()`); any
-change to the database, in any namespace, by anyone, empties the whole cache. The state must be read before the rows it keys, so a commit between
-the two can only empty the cache once too often, never serve an old row.
+ask's 19 ms at 1 K events (docs/benchmarks.md, Scale). A backend that can say cheaply whether a
+namespace changed keeps what it read of it here (its `_state(namespace)`: in SQLite the namespace's
+change counter, which triggers on its tables raise with every row any connection writes; PostgreSQL's
+read snapshot, `pg_current_snapshot()`, which any commit anywhere changes). A change empties what was
+kept of that namespace (in SQLite, of that namespace only: one tenant's writes leave another's asks
+fast). The state must be read before the rows it keys, so a commit between the two can only empty the
+cache once too often, never serve an old row.
 
 Nothing a caller can change is shared: frozen Observations, vectors as bytes, and events' and relations'
 decoded fields, from which each caller gets new objects (store/rows.py event_from, relation_from).
@@ -25,47 +27,54 @@ LIMIT = 20_000
 
 
 class ReadCache:
-    """Per kind (what and which namespace: ("events", "conv-26")), key → value, valid for one database
-    state. Thread-safe; its lock is never held while `read` runs (that takes the store's)."""
+    """Per namespace, per kind (what: "events", ("derived", "event blocks")), key → value, valid for one
+    state of that namespace. Thread-safe; its lock is never held while `read` runs (that takes the store's)."""
 
     def __init__(self, limit: int = LIMIT) -> None:
         self.limit = limit
         self._lock = threading.Lock()
-        self._state: Hashable = None
-        self._kinds: dict[Hashable, dict[Hashable, object]] = {}
+        self._spaces: dict[str, tuple[Hashable, dict[Hashable, dict[Hashable, object]]]] = {}  # ns -> (state, kinds)
         self._size = 0
 
-    def fetch(self, state: Hashable, kind: Hashable, keys: Iterable[Hashable],
+    def fetch(self, state: Hashable, namespace: str, kind: Hashable, keys: Iterable[Hashable],
               read: Callable[[list], dict[Hashable, V]]) -> dict[Hashable, V]:
         """The value of every key: kept ones from the cache, the others from `read(missing keys)` (which
         must return a value for each, an empty one for a key without rows), kept for next time. `state`:
-        the database's state read before anything `read` returns; None means unknown (nothing kept)."""
+        the namespace's state read before anything `read` returns; None means unknown (nothing kept)."""
         keys = list(dict.fromkeys(keys))
         if state is None:
             return read(keys) if keys else {}
         with self._lock:
-            if state != self._state:
-                self._empty()
-                self._state = state
-            known = self._kinds.setdefault(kind, {})
+            space = self._spaces.get(namespace)
+            if space is None or space[0] != state:  # the namespace changed: what was kept of it is gone
+                self._size -= sum(len(v) for v in space[1].values()) if space else 0
+                space = self._spaces[namespace] = (state, {})
+            known = space[1].setdefault(kind, {})
             kept = {k: known[k] for k in keys if k in known}
         missing = [k for k in keys if k not in kept]
         fresh = read(missing) if missing else {}
         with self._lock:
-            if fresh and self._state == state:  # another caller may have seen a newer state meanwhile
+            space = self._spaces.get(namespace)
+            if fresh and space is not None and space[0] == state:  # another caller may have seen a newer state
                 if self._size + len(fresh) > self.limit:
                     self._empty()
-                self._kinds.setdefault(kind, {}).update(fresh)
+                    space = self._spaces[namespace] = (state, {})
+                space[1].setdefault(kind, {}).update(fresh)
                 self._size += len(fresh)
         return {k: kept[k] if k in kept else fresh[k] for k in keys}
 
+    def holds(self, namespace: str, kind: Hashable) -> bool:
+        """Whether anything of this kind is kept for the namespace (tests, diagnostics)."""
+        with self._lock:
+            space = self._spaces.get(namespace)
+            return bool(space and space[1].get(kind))
+
     def _empty(self) -> None:
-        self._kinds.clear()
+        self._spaces.clear()
         self._size = 0
 
     def clear(self) -> None:
         """Forget everything: after a rollback, whose rows a read inside the transaction may have kept
-        under a state the rollback does not change."""
+        under a state the rollback takes back."""
         with self._lock:
             self._empty()
-            self._state = None

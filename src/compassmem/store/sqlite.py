@@ -30,7 +30,7 @@ from .row_cache import ReadCache
 from .rows import KindCalls
 from .sqlite_edit import SQLiteEditing
 from .sqlite_index import SQLiteIndexes, _unblob
-from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_V3, SCHEMA_VERSION, fts_name, immediate, new_token,
+from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_VERSION, fts_name, immediate, new_token,
                             observation_terms, statements, upgrade, wal_mode)
 from .sqlite_schema import chunks as _chunks
 from .vectors import IndexPolicy, VectorIndex
@@ -88,11 +88,13 @@ class SQLiteStore(SearchReads, SharedSQL, SQLiteEditing, SQLiteIndexes, KindCall
         self.steps = Steps(self.sql)
         self._reads = ReadCache()  # what searches read, between asks, while nothing is written (row_cache.py)
 
-    def _state(self) -> tuple[int, int]:
-        """Changes since: another connection's commits (data_version) and this one's (total_changes).
-        Read before the rows it keys."""
+    def _state(self, namespace: str) -> int:
+        """The namespace's change counter (sqlite_schema.SCHEMA_V4: triggers set it to the next value of one
+        database-wide sequence with every row of its observations, events, relations and topics any
+        connection writes, its own uncommitted ones included). Read before the rows it keys."""
         with self._lock:
-            return self._conn.execute("PRAGMA data_version").fetchone()[0], self._conn.total_changes
+            row = self._conn.execute("SELECT version FROM namespace_changes WHERE namespace=?", (namespace,)).fetchone()
+        return row[0] if row else 0
 
     def _create_schema(self) -> tuple | None:
         """The tables of a new database, inside one write transaction: processes opening the same new file
@@ -105,7 +107,7 @@ class SQLiteStore(SearchReads, SharedSQL, SQLiteEditing, SQLiteIndexes, KindCall
                 conn.execute(sql)
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if row is None and fresh:
-                for sql in statements(SCHEMA_V2) + statements(SCHEMA_V3):
+                for sql in [*statements(SCHEMA_V2), *statements(SCHEMA_V3), *SCHEMA_V4]:
                     conn.execute(sql)
                 conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         return row
@@ -190,6 +192,7 @@ class SQLiteStore(SearchReads, SharedSQL, SQLiteEditing, SQLiteIndexes, KindCall
             if token:
                 removed["full_text"] = self._rows(f'SELECT COUNT(*) FROM "{fts_name(token)}"')[0][0]
             self._exec("DELETE FROM namespaces WHERE name=?", (namespace,))
+            self._exec("DELETE FROM namespace_changes WHERE namespace=?", (namespace,))  # its name goes too
             self._exec("DELETE FROM meta WHERE key IN (?, ?)", (f"clustered_events/{namespace}", f"index_token/{namespace}"))
             self._exec("DELETE FROM vector_log WHERE namespace=?", (namespace,))
             if token:

@@ -32,7 +32,7 @@ class SQLiteIndexes:
         if not terms or k <= 0:
             return []
         key = (tuple(terms), k)  # a name looked up by every ask that says it (search/people.py)
-        return self._reads.fetch(self._state(), ("lexical", namespace), [key],
+        return self._reads.fetch(self._state(namespace), namespace, "lexical", [key],
                                  lambda keys: {key: self._bm25(namespace, terms, k)} if keys else {})[key][:]
 
     def _bm25(self, namespace: str, terms: list[str], k: int) -> list[tuple[str, float]]:
@@ -159,7 +159,8 @@ class SQLiteIndexes:
                 def read(rowids: list[int]) -> dict[int, str | None]:
                     found = dict(self._by_rowid(table, "rowid, id", namespace, rowids))
                     return {r: found.get(r) for r in rowids}
-                names = self._reads.fetch(self._state(), ("ids by rowid", table, namespace), [int(x) for x in keys], read)
+                names = self._reads.fetch(self._state(namespace), namespace, ("ids by rowid", table),
+                                         [int(x) for x in keys], read)
                 return [(names[int(r)], float(v)) for r, v in zip(keys, approx) if names[int(r)] is not None]
             rows = self._by_rowid(table, f"id, {col}", namespace, [int(x) for x in keys])
         sims = dots(self._matrix_of([r[1] for r in rows]), l2_normalise(query))

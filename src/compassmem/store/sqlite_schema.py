@@ -20,7 +20,7 @@ from ..text import index_terms
 from . import tables
 from .tables import SQLITE
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = "\n" + tables.meta() + """CREATE TABLE IF NOT EXISTS observations (
   namespace TEXT NOT NULL REFERENCES namespaces(name) ON DELETE CASCADE,
@@ -39,6 +39,21 @@ CREATE INDEX IF NOT EXISTS vector_log_ns ON vector_log(namespace, kind, seq);
 """
 
 SCHEMA_V3 = "\n" + tables.event_history()
+
+# v4: a change counter per namespace, raised by every row written to what a search reads and keeps
+# between asks (store/row_cache.py): one namespace's writes no longer empty what is kept of the others.
+# The values come from one database-wide sequence, so a namespace deleted (its counter row with it) and
+# made again never meets a value it had before.
+SCHEMA_V4 = ("CREATE TABLE IF NOT EXISTS change_seq (n INTEGER NOT NULL)",
+             "INSERT INTO change_seq SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM change_seq)",
+             "CREATE TABLE IF NOT EXISTS namespace_changes (namespace TEXT PRIMARY KEY, version INTEGER NOT NULL)",
+             *(f"CREATE TRIGGER IF NOT EXISTS {table}_{op.lower()}_changes AFTER {op} ON {table} BEGIN "
+               "UPDATE change_seq SET n = n + 1; "
+               f"INSERT INTO namespace_changes VALUES ({row}.namespace, (SELECT n FROM change_seq)) "
+               "ON CONFLICT (namespace) DO UPDATE SET version = excluded.version; END"
+               for table in ("observations", "events", "relations", "topics")
+               for op, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))))  # statements, not a
+# script: a trigger's body has semicolons of its own
 
 
 def chunks(ids: list, n: int = 500) -> Iterator[list]:
@@ -141,5 +156,8 @@ def upgrade(conn: sqlite3.Connection) -> None:
                 index_namespace(conn, namespace)
         if version < 3:
             for sql in statements(SCHEMA_V3):
+                conn.execute(sql)
+        if version < 4:
+            for sql in SCHEMA_V4:
                 conn.execute(sql)
         conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
