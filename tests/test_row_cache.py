@@ -84,3 +84,51 @@ def test_sqlite_keeps_a_namespace_while_another_is_written_and_sees_every_commit
     assert not mem.store._rows("SELECT 1 FROM namespace_changes WHERE namespace='x'")  # nor is its name kept
     mem.add([_turn("x3", "I bought a bicycle.")], namespace="x", step=1)
     assert {o.id for h in mem.search("What did Ana buy?", "x") for o in h.observations} == {"x3"}
+
+
+WORDS = ["Luna", "puppy", "Porto", "cello", "bike", "race", "garden", "tea", "exam", "piano"]
+
+
+def test_kept_reads_never_differ_from_a_fresh_stores(tmp_path):
+    """Random writes across two namespaces (adds, edits, deletions, a namespace deleted and made again),
+    each followed by asks and searches in both: a memory that keeps what it read must answer exactly as one
+    opened fresh on the same file, which keeps nothing yet. Hypothesis picks the sequences."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from compassmem import Memory
+
+    op = st.tuples(st.sampled_from(["add", "add", "update", "delete", "drop"]), st.sampled_from(["a", "b"]),
+                   st.lists(st.sampled_from(WORDS), min_size=2, max_size=5))
+
+    @settings(max_examples=8, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.lists(op, min_size=3, max_size=8))
+    def run(ops):
+        db = tmp_path / f"m{len(list(tmp_path.iterdir()))}.db"
+        mem, counter = Memory(db, embedder="hash"), iter(range(10**6))
+        for kind, ns, words in ops:
+            ids = [o.id for o in mem.store.observations(ns)] if mem.store.has_namespace(ns) else []
+            if kind == "add" or not ids:
+                mem.add([{"id": f"t{next(counter)}", "speaker": "Ana", "text": f"I talked about {' and '.join(words)}."}
+                         for _ in range(2)], namespace=ns)
+            elif kind == "update":
+                mem.update(ids[-1], f"Now it is {' '.join(words)}.", ns)
+            elif kind == "delete":
+                mem.delete(ids[0], ns)
+            else:
+                mem.delete_all(ns)
+                continue
+            fresh = Memory(db, embedder="hash")
+            for name in ("a", "b"):
+                if not mem.store.has_namespace(name):
+                    continue
+                q = f"What about the {words[0]}?"
+                kept, new = mem.ask(q, name), fresh.ask(q, name)
+                assert (kept.answer, kept.ranking) == (new.answer, new.ranking)
+                assert [(h.event_id, h.score) for h in mem.search(q, name)] == \
+                       [(h.event_id, h.score) for h in fresh.search(q, name)]
+            fresh.close()
+        mem.close()
+
+    run()
