@@ -121,15 +121,15 @@ def test_a_version_1_database_is_upgraded_in_place(tmp_path):
         before = [(h.event_id, h.score) for h in mem.search("parrot kiwi bike", "k")]
     conn = sqlite3.connect(db)  # turn it back into what CompassMem v1 wrote
     token = conn.execute("SELECT value FROM meta WHERE key='index_token/k'").fetchone()[0]
+    for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall():
+        conn.execute(f"DROP TRIGGER {trigger}")  # v4's, which read the column dropped below
+    conn.execute("DROP TABLE namespace_changes")
+    conn.execute("DROP TABLE changes")
+    conn.commit()
     conn.executescript(f"""
         DROP TABLE "{fts_name(token)}"; DROP TABLE speakers; DROP TABLE vector_log; DROP TABLE event_history;
         DROP INDEX obs_event; DROP INDEX event_topic; ALTER TABLE observations DROP COLUMN event;
         DELETE FROM meta WHERE key LIKE 'index_token/%'; UPDATE meta SET value='1' WHERE key='schema_version';""")
-    for (trigger,) in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'").fetchall():
-        conn.execute(f"DROP TRIGGER {trigger}")
-    conn.execute("DROP TABLE namespace_changes")
-    conn.execute("DROP TABLE change_seq")
-    conn.commit()
     conn.close()
     store = SQLiteStore(db)
     assert store.meta.get("schema_version") == "4"

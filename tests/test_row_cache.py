@@ -68,7 +68,7 @@ def _turn(i: str, text: str) -> dict:
 def test_sqlite_keeps_a_namespace_while_another_is_written_and_sees_every_commit(tmp_path):
     from compassmem import Memory
 
-    blocks = ("derived", "event blocks")
+    blocks = ("derived by event", "event blocks")
     mem = Memory(tmp_path / "m.db", embedder="hash")
     mem.add([_turn("x1", "I adopted a puppy named Luna.")], namespace="x", step=1)
     mem.add([_turn("y1", "My sister plays the cello.")], namespace="y", step=1)
@@ -84,6 +84,24 @@ def test_sqlite_keeps_a_namespace_while_another_is_written_and_sees_every_commit
     assert not mem.store._rows("SELECT 1 FROM namespace_changes WHERE namespace='x'")  # nor is its name kept
     mem.add([_turn("x3", "I bought a bicycle.")], namespace="x", step=1)
     assert {o.id for h in mem.search("What did Ana buy?", "x") for o in h.observations} == {"x3"}
+
+
+def test_a_write_drops_only_what_it_touched_of_its_own_namespace(tmp_path):
+    from compassmem import Memory
+    from compassmem.search.blocks import KIND
+
+    mem = Memory(tmp_path / "m.db", embedder="hash")
+    for step in range(1, 4):
+        mem.add([_turn(f"s{step}", f"Step {step}: I planted {step} roses in the garden.")], namespace="x", step=step)
+    before = set(mem.graph("x").ids)
+    mem.search("How many roses?", "x")
+    kept = lambda: {e for e in before if mem.store.derived("x", KIND, [e], lambda ids: {i: None for i in ids},
+                                                           by_event=True)[e] is not None}
+    assert kept() == before
+    last = mem.store._rows("SELECT MAX(seq) FROM changes")[0][0]
+    mem.add([_turn("s4", "My cat sleeps all day.")], namespace="x", step=4)  # a new event, far from the roses
+    touched = {r[0] for r in mem.store._rows("SELECT DISTINCT event FROM changes WHERE seq > ?", (last,)) if r[0]}
+    assert kept() == before - touched and kept()  # the events the step did not touch are still kept
 
 
 WORDS = ["Luna", "puppy", "Porto", "cello", "bike", "race", "garden", "tea", "exam", "piano"]

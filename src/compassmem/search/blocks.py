@@ -60,7 +60,7 @@ class EventBlock:
 
 def blocks_of(store: Store, namespace: str, event_ids: list[str]) -> list[EventBlock]:
     """The blocks of these events, in the order asked (unknown ids skipped)."""
-    found = store.derived(namespace, KIND, event_ids, lambda missing: _work_out(store, namespace, missing))
+    found = store.derived(namespace, KIND, event_ids, lambda missing: _work_out(store, namespace, missing), by_event=True)
     return [b for b in (found[e] for e in event_ids) if b is not None]
 
 

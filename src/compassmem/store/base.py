@@ -71,9 +71,10 @@ class Store(Protocol):
         """The observations owned by these events, in stream order, with their normalised vectors."""
         ...
     def derived(self, namespace: str, kind: str, keys: list[str],
-                work_out: Callable[[list[str]], dict[str, Any]]) -> dict[str, Any]:
+                work_out: Callable[[list[str]], dict[str, Any]], by_event: bool = False) -> dict[str, Any]:
         """Values worked out from the namespace's rows (`work_out(missing keys)`: one per key), kept between
-        calls while nothing is committed, like the rows a search reads; shared, so read-only."""
+        calls while nothing is committed, like the rows a search reads; shared, so read-only. `by_event`:
+        keyed by event id, each depending only on its event's rows (a write drops only those it touched)."""
         ...
     def owners(self, namespace: str, observation_ids: list[str]) -> dict[str, str]:
         """observation id → owning event id."""

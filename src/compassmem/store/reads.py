@@ -28,6 +28,14 @@ def stack(vectors: list[bytes | None]) -> np.ndarray:
     return out
 
 
+# what a search keeps that is keyed by event id and depends only on that event's rows (store/row_cache.py)
+BY_EVENT = frozenset({"observations", "events", "relations", ("derived by event",)})
+
+
+def by_event(kind) -> bool:
+    return kind in BY_EVENT or (isinstance(kind, tuple) and kind[:1] in BY_EVENT)
+
+
 class SearchReads:
     """Mixed into each store. Needs from its host: `sql`, `_reads` (a ReadCache), `_state(namespace)` (the
     database's state, read before the rows it keys; None: unknown, keep nothing) and `_matrix_of`
@@ -53,11 +61,14 @@ class SearchReads:
         return out
 
     def derived(self, namespace: str, kind: str, keys: list[str],
-                work_out: Callable[[list[str]], dict[str, Any]]) -> dict[str, Any]:
+                work_out: Callable[[list[str]], dict[str, Any]], by_event: bool = False) -> dict[str, Any]:
         """What a caller works out from this namespace's rows, per key, kept like the rows themselves:
         `work_out(keys not kept)` gives a value for each; kept values are shared between callers, so
-        they must never be changed."""
-        return self._reads.fetch(self._state(namespace), namespace, ("derived", kind), keys, work_out)
+        they must never be changed. `by_event`: the keys are event ids and a value depends only on its
+        event's rows (the event, its observations, the relations touching it), so a write drops only the
+        values of the events it touched."""
+        what = ("derived by event" if by_event else "derived", kind)
+        return self._reads.fetch(self._state(namespace), namespace, what, keys, work_out)
 
     def observations_of(self, namespace: str, event_ids: list[str]) -> tuple[list[Observation], np.ndarray]:
         """The observations owned by these events, in stream order, with their normalised vectors (zero

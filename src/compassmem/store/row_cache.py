@@ -26,12 +26,22 @@ V = TypeVar("V")
 LIMIT = 20_000
 
 
+Changed = Callable[[str, Hashable, Hashable], "set[str] | None"]
+
+
 class ReadCache:
     """Per namespace, per kind (what: "events", ("derived", "event blocks")), key → value, valid for one
-    state of that namespace. Thread-safe; its lock is never held while `read` runs (that takes the store's)."""
+    state of that namespace. Thread-safe; its lock is never held while `read` or `changed` runs (they take
+    the store's).
 
-    def __init__(self, limit: int = LIMIT) -> None:
+    `changed(namespace, old state, new state)`: the events written to in between, or None when the
+    backend cannot say (then everything kept of the namespace is read again). Kinds in `by_event` (a
+    predicate) are keyed by event id: of those, a change drops only the touched events' entries."""
+
+    def __init__(self, limit: int = LIMIT, changed: Changed | None = None, by_event: frozenset = frozenset()) -> None:
         self.limit = limit
+        self._changed = changed
+        self._by_event = by_event
         self._lock = threading.Lock()
         self._spaces: dict[str, tuple[Hashable, dict[Hashable, dict[Hashable, object]]]] = {}  # ns -> (state, kinds)
         self._size = 0
@@ -45,10 +55,19 @@ class ReadCache:
         if state is None:
             return read(keys) if keys else {}
         with self._lock:
+            old = self._spaces.get(namespace)
+        touched = None
+        if old is not None and old[0] != state and self._changed is not None and any(self._by_event(k) for k in old[1]):
+            touched = self._changed(namespace, old[0], state)
+        with self._lock:
             space = self._spaces.get(namespace)
-            if space is None or space[0] != state:  # the namespace changed: what was kept of it is gone
-                self._size -= sum(len(v) for v in space[1].values()) if space else 0
-                space = self._spaces[namespace] = (state, {})
+            if space is None or space[0] != state:  # the namespace changed: what it touched is gone
+                survivors: dict[Hashable, dict[Hashable, object]] = {}
+                if space is not None and space is old and touched is not None:
+                    survivors = {k: {e: v for e, v in d.items() if e not in touched}
+                                 for k, d in space[1].items() if self._by_event(k)}
+                self._size += sum(len(d) for d in survivors.values()) - (sum(len(d) for d in space[1].values()) if space else 0)
+                space = self._spaces[namespace] = (state, survivors)
             known = space[1].setdefault(kind, {})
             kept = {k: known[k] for k in keys if k in known}
         missing = [k for k in keys if k not in kept]

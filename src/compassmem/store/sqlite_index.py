@@ -22,7 +22,7 @@ def _unblob(b: bytes) -> np.ndarray:
 
 class SQLiteIndexes:
     """Needs from its host: _conn, _lock, _writes, _indexes, _lexicals, _reads, _state, policy, index_dir,
-    _token, _matrix_of, snapshot."""
+    _token, _matrix_of, snapshot, prune_changes."""
 
     def lexical_search(self, namespace: str, text: str, k: int) -> list[tuple[str, float]]:
         """(observation id, BM25) of the k best observations for a text's terms (text.index_terms), best
@@ -242,6 +242,7 @@ class SQLiteIndexes:
             token = self._token(namespace)
             if token:
                 self._lexical_bases(namespace, token)
+        self.prune_changes()
 
     def check_indexes(self, namespace: str) -> list[str]:
         """Disagreements between the indexes and the tables (empty when they agree): every table row with a

@@ -40,20 +40,30 @@ CREATE INDEX IF NOT EXISTS vector_log_ns ON vector_log(namespace, kind, seq);
 
 SCHEMA_V3 = "\n" + tables.event_history()
 
-# v4: a change counter per namespace, raised by every row written to what a search reads and keeps
-# between asks (store/row_cache.py): one namespace's writes no longer empty what is kept of the others.
-# The values come from one database-wide sequence, so a namespace deleted (its counter row with it) and
-# made again never meets a value it had before.
-SCHEMA_V4 = ("CREATE TABLE IF NOT EXISTS change_seq (n INTEGER NOT NULL)",
-             "INSERT INTO change_seq SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM change_seq)",
+# v4: what changed, per namespace and event: triggers log every row written to what a search reads and
+# keeps between asks (store/row_cache.py) as (seq, namespace, event it touches), and set the namespace's
+# counter to that seq. A write empties what was kept of its own namespace only, and of that only what
+# concerns the events it touched. `changes.seq` never repeats (AUTOINCREMENT), so a namespace deleted (its
+# rows with it) and made again never meets a value it had before.
+_LOGGED = {  # table -> the events a row of it concerns, per trigger
+    "observations": {"INSERT": ("NEW.event",), "UPDATE": ("OLD.event", "NEW.event"), "DELETE": ("OLD.event",)},
+    "events": {"INSERT": ("NEW.id",), "UPDATE": ("OLD.id", "NEW.id"), "DELETE": ("OLD.id",)},
+    "relations": {"INSERT": ("NEW.source", "NEW.target"), "UPDATE": ("OLD.source", "OLD.target", "NEW.source",
+                                                                     "NEW.target"),
+                  "DELETE": ("OLD.source", "OLD.target")},
+    "topics": {"INSERT": ("NULL",), "UPDATE": ("NULL",), "DELETE": ("NULL",)},
+}
+SCHEMA_V4 = ("CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL, event TEXT)",
+             "CREATE INDEX IF NOT EXISTS changes_ns ON changes(namespace, seq)",
              "CREATE TABLE IF NOT EXISTS namespace_changes (namespace TEXT PRIMARY KEY, version INTEGER NOT NULL)",
              *(f"CREATE TRIGGER IF NOT EXISTS {table}_{op.lower()}_changes AFTER {op} ON {table} BEGIN "
-               "UPDATE change_seq SET n = n + 1; "
-               f"INSERT INTO namespace_changes VALUES ({row}.namespace, (SELECT n FROM change_seq)) "
+               + "".join(f"INSERT INTO changes (namespace, event) VALUES ({'OLD' if op == 'DELETE' else 'NEW'}.namespace, "
+                         f"{event}); " for event in events)
+               + f"INSERT INTO namespace_changes VALUES ({'OLD' if op == 'DELETE' else 'NEW'}.namespace, last_insert_rowid()) "
                "ON CONFLICT (namespace) DO UPDATE SET version = excluded.version; END"
-               for table in ("observations", "events", "relations", "topics")
-               for op, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))))  # statements, not a
-# script: a trigger's body has semicolons of its own
+               for table, ops in _LOGGED.items() for op, events in ops.items()))  # statements, not a script: a
+# trigger's body has semicolons of its own
+CHANGES_KEPT = 200_000  # log rows kept (store.prune_changes): a cache older than the oldest reads everything again
 
 
 def chunks(ids: list, n: int = 500) -> Iterator[list]:
