@@ -150,3 +150,19 @@ def test_kept_reads_never_differ_from_a_fresh_stores(tmp_path):
         mem.close()
 
     run()
+
+
+def test_the_change_log_is_pruned_and_a_cache_older_than_it_reads_everything_again(tmp_path, monkeypatch):
+    import compassmem.store.sqlite as sqlite_store
+    from compassmem import Memory
+
+    monkeypatch.setattr(sqlite_store, "CHANGES_KEPT", 4)
+    mem = Memory(tmp_path / "m.db", embedder="hash")
+    mem.add([_turn("a1", "I planted roses.")], namespace="x")
+    old = mem.store._state("x")
+    for i in range(5):
+        mem.add([_turn(f"b{i}", f"Then I planted {i} tulips.")], namespace="x")
+    low = int(mem.store.meta.get("changes_pruned_through"))
+    assert low > old and mem.store._rows("SELECT COUNT(*) FROM changes")[0][0] <= 6
+    assert mem.store._changed("x", old, mem.store._state("x")) is None  # older than the log: unknown
+    assert mem.store._changed("x", mem.store._state("x") - 1, mem.store._state("x")) is not None
