@@ -4,8 +4,9 @@ An ask loads ~200 events with ~1,400 observations, and consecutive asks of one m
 same ones. Turning those rows into a view — owners, stream order, the per-turn facts the ranking reads
 (who speaks, does the turn ask something, how long a passage is, its day) — was half of an ask at 1 K
 events when it was done row by row on every ask (docs/benchmarks.md, Scale). A block is worked out once
-per event and kept by the store while nothing is committed (Store.derived), so an ask only concatenates
-the blocks it needs and sorts their rows.
+per event and kept by the store until a write touches that event (Store.derived with by_event: the
+SQLite store's change log names the events each write touched), so an ask only joins the blocks it
+needs.
 
 A block's Event and Observations are shared by every ask that loads them: read-only (GraphView.load,
 for a caller who may change what it gets, hands out copies).
@@ -19,9 +20,9 @@ import numpy as np
 
 from ..models import REVISION_TYPES, Event, Observation, Relation, Topic
 from ..store import Store
+from ..text import is_question
 from ..timeutil import from_iso
 from .current import said_by_assistant, speaks_for_self
-from ..text import is_question
 
 KIND = "event blocks"  # the store's name for what derived() keeps of them
 # a block's numeric columns: step and seq (stream order); said by a machine role (current.said_by_assistant);
@@ -65,12 +66,12 @@ def blocks_of(store: Store, namespace: str, event_ids: list[str]) -> list[EventB
 
 
 def topics_of(store: Store, namespace: str) -> dict[str, Topic]:
-    """The namespace's topics by id (every ask's view holds them all), read once per database state."""
+    """The namespace's topics by id (every ask's view holds them all), read again after each write to it."""
     return store.derived(namespace, "topics", [""], lambda _: {"": {t.id: t for t in store.topics(namespace)}})[""]
 
 
 def owners_of(store: Store, namespace: str, observation_ids: list[str]) -> dict[str, str]:
-    """observation id → the event it belongs to (those in no event left out), kept like the blocks."""
+    """observation id → the event it belongs to (those in no event left out), read again after each write."""
     def read(ids: list[str]) -> dict[str, str | None]:
         found = store.owners(namespace, ids)
         return {o: found.get(o) for o in ids}
