@@ -53,10 +53,6 @@ class Clause:
     reply_to_question: bool = False
 
 
-def clauses(observation: Observation) -> list[str]:
-    return list(_clauses(observation.text))
-
-
 @lru_cache(maxsize=32_768)
 def _clauses(text: str) -> tuple[str, ...]:
     """Remembered per text: consecutive asks of a memory hand over mostly the same turns."""

@@ -73,8 +73,9 @@ class Store(Protocol):
     def derived(self, namespace: str, kind: str, keys: list[str],
                 work_out: Callable[[list[str]], dict[str, Any]], by_event: bool = False) -> dict[str, Any]:
         """Values worked out from the namespace's rows (`work_out(missing keys)`: one per key), kept between
-        calls while nothing is committed, like the rows a search reads; shared, so read-only. `by_event`:
-        keyed by event id, each depending only on its event's rows (a write drops only those it touched)."""
+        calls until the namespace is written to, like the rows a search reads; shared, so read-only.
+        `by_event`: keyed by event id, each depending only on its event's rows (a write drops only those
+        it touched, where the backend can tell)."""
         ...
     def owners(self, namespace: str, observation_ids: list[str]) -> dict[str, str]:
         """observation id → owning event id."""

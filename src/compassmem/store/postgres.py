@@ -69,9 +69,9 @@ class PostgresStore(SearchReads, SharedSQL, PostgresEditing, PostgresIndexes, Ki
     def _state(self, namespace: str | None = None) -> str | None:
         """Inside a read snapshot, the snapshot itself (`pg_current_snapshot()`: which transactions' writes
         it sees), read once per snapshot: two snapshots that are equal see the same data, and any commit
-        anywhere in the cluster makes the next one differ (so it is the same for every `namespace`). Elsewhere None, and nothing is kept: a statement
-        outside a snapshot sees whatever is committed when it runs, and a write transaction sees its own
-        uncommitted rows."""
+        anywhere in the cluster makes the next one differ (so it is the same for every `namespace`).
+        Elsewhere None, and nothing is kept: a statement outside a snapshot sees whatever is committed when
+        it runs, and a write transaction sees its own uncommitted rows."""
         local = self._local
         if getattr(local, "conn", None) is None or local.write:
             return None

@@ -6,8 +6,8 @@ ask's 19 ms at 1 K events (docs/benchmarks.md, Scale). A backend that can say ch
 namespace changed keeps what it read of it here (its `_state(namespace)`: in SQLite the namespace's
 change counter, which triggers on its tables raise with every row any connection writes; PostgreSQL's
 read snapshot, `pg_current_snapshot()`, which any commit anywhere changes). A change empties what was
-kept of that namespace (in SQLite, of that namespace only: one tenant's writes leave another's asks
-fast). The state must be read before the rows it keys, so a commit between the two can only empty the
+kept of that namespace only (one tenant's writes leave another's asks fast) and, where the backend can
+name the events a write touched (SQLite's change log), keeps what is keyed by the other events. The state must be read before the rows it keys, so a commit between the two can only empty the
 cache once too often, never serve an old row.
 
 Nothing a caller can change is shared: frozen Observations, vectors as bytes, and events' and relations'
@@ -38,7 +38,8 @@ class ReadCache:
     backend cannot say (then everything kept of the namespace is read again). Kinds in `by_event` (a
     predicate) are keyed by event id: of those, a change drops only the touched events' entries."""
 
-    def __init__(self, limit: int = LIMIT, changed: Changed | None = None, by_event: frozenset = frozenset()) -> None:
+    def __init__(self, limit: int = LIMIT, changed: Changed | None = None,
+                 by_event: Callable[[Hashable], bool] = lambda kind: False) -> None:
         self.limit = limit
         self._changed = changed
         self._by_event = by_event
