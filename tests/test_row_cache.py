@@ -65,49 +65,52 @@ def _turn(i: str, text: str) -> dict:
     return {"id": i, "speaker": "Ana", "text": text}
 
 
-def test_sqlite_keeps_a_namespace_while_another_is_written_and_sees_every_commit(tmp_path):
+def test_a_store_keeps_a_namespace_while_another_is_written_and_sees_every_commit(db_factory):
     from compassmem import Memory
 
     blocks = ("derived by event", "event blocks")
-    mem = Memory(tmp_path / "m.db", embedder="hash")
+    db = db_factory()
+    mem = Memory(db, embedder="hash")
     mem.add([_turn("x1", "I adopted a puppy named Luna.")], namespace="x", step=1)
     mem.add([_turn("y1", "My sister plays the cello.")], namespace="y", step=1)
     mem.search("What is the puppy called?", "x")
     assert mem.store._reads.holds("x", blocks)
     mem.add([_turn("y2", "She plays in an orchestra now.")], namespace="y", step=2)
     assert mem.store._reads.holds("x", blocks)  # another namespace's write leaves x's blocks
-    other = Memory(tmp_path / "m.db", embedder="hash")  # another connection writes to x itself
+    other = Memory(db, embedder="hash")  # another connection writes to x itself
     other.add([_turn("x2", "I moved to Porto with Luna in spring.")], namespace="x", step=2)
     hits = mem.search("Where did Ana move with Luna?", "x")
     assert any(o.id == "x2" for h in hits for o in h.observations)
     mem.delete_all("x")  # deleted and made again: the counter never goes back, nothing old is served
-    assert not mem.store._rows("SELECT 1 FROM namespace_changes WHERE namespace='x'")  # nor is its name kept
+    assert not mem.store.sql.rows("SELECT 1 FROM namespace_changes WHERE namespace='x'")  # nor is its name kept
     mem.add([_turn("x3", "I bought a bicycle.")], namespace="x", step=1)
     assert {o.id for h in mem.search("What did Ana buy?", "x") for o in h.observations} == {"x3"}
 
 
-def test_a_write_drops_only_what_it_touched_of_its_own_namespace(tmp_path):
+def test_a_write_drops_only_what_it_touched_of_its_own_namespace(db_factory):
     from compassmem import Memory
     from compassmem.search.blocks import KIND
 
-    mem = Memory(tmp_path / "m.db", embedder="hash")
+    mem = Memory(db_factory(), embedder="hash")
     for step in range(1, 4):
         mem.add([_turn(f"s{step}", f"Step {step}: I planted {step} roses in the garden.")], namespace="x", step=step)
     before = set(mem.graph("x").ids)
     mem.search("How many roses?", "x")
-    kept = lambda: {e for e in before if mem.store.derived("x", KIND, [e], lambda ids: {i: None for i in ids},
+    def kept() -> set[str]:
+        with mem.store.snapshot():  # PostgreSQL keeps what is read inside one
+            return {e for e in before if mem.store.derived("x", KIND, [e], lambda ids: {i: None for i in ids},
                                                            by_event=True)[e] is not None}
     assert kept() == before
-    last = mem.store._rows("SELECT MAX(seq) FROM changes")[0][0]
+    last = mem.store.sql.rows("SELECT MAX(seq) FROM changes")[0][0]
     mem.add([_turn("s4", "My cat sleeps all day.")], namespace="x", step=4)  # a new event, far from the roses
-    touched = {r[0] for r in mem.store._rows("SELECT DISTINCT event FROM changes WHERE seq > ?", (last,)) if r[0]}
+    touched = {r[0] for r in mem.store.sql.rows("SELECT DISTINCT event FROM changes WHERE seq > ?", (last,)) if r[0]}
     assert kept() == before - touched and kept()  # the events the step did not touch are still kept
 
 
 WORDS = ["Luna", "puppy", "Porto", "cello", "bike", "race", "garden", "tea", "exam", "piano"]
 
 
-def test_kept_reads_never_differ_from_a_fresh_stores(tmp_path):
+def test_kept_reads_never_differ_from_a_fresh_stores(db_factory):
     """Random writes across two namespaces (adds, edits, deletions, a namespace deleted and made again),
     each followed by asks and searches in both: a memory that keeps what it read must answer exactly as one
     opened fresh on the same file, which keeps nothing yet. Hypothesis picks the sequences."""
@@ -123,21 +126,33 @@ def test_kept_reads_never_differ_from_a_fresh_stores(tmp_path):
               suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(st.lists(op, min_size=3, max_size=8))
     def run(ops):
-        db = tmp_path / f"m{len(list(tmp_path.iterdir()))}.db"
+        db = db_factory()
         mem, counter = Memory(db, embedder="hash"), iter(range(10**6))
-        for kind, ns, words in ops:
-            ids = [o.id for o in mem.store.observations(ns)] if mem.store.has_namespace(ns) else []
-            if kind == "add" or not ids:
-                mem.add([{"id": f"t{next(counter)}", "speaker": "Ana", "text": f"I talked about {' and '.join(words)}."}
-                         for _ in range(2)], namespace=ns)
-            elif kind == "update":
-                mem.update(ids[-1], f"Now it is {' '.join(words)}.", ns)
-            elif kind == "delete":
-                mem.delete(ids[0], ns)
-            else:
-                mem.delete_all(ns)
-                continue
-            fresh = Memory(db, embedder="hash")
+        try:
+            _replay(mem, db, ops, counter)
+        finally:  # a PostgreSQL server allows ~100 connections: a failing example must not hold its pools
+            mem.close()
+
+    run()
+
+
+def _replay(mem, db, ops, counter) -> None:
+    from compassmem import Memory
+
+    for kind, ns, words in ops:
+        ids = [o.id for o in mem.store.observations(ns)] if mem.store.has_namespace(ns) else []
+        if kind == "add" or not ids:
+            mem.add([{"id": f"t{next(counter)}", "speaker": "Ana", "text": f"I talked about {' and '.join(words)}."}
+                     for _ in range(2)], namespace=ns)
+        elif kind == "update":
+            mem.update(ids[-1], f"Now it is {' '.join(words)}.", ns)
+        elif kind == "delete":
+            mem.delete(ids[0], ns)
+        else:
+            mem.delete_all(ns)
+            continue
+        fresh = Memory(db, embedder="hash")
+        try:
             for name in ("a", "b"):
                 if not mem.store.has_namespace(name):
                     continue
@@ -146,14 +161,12 @@ def test_kept_reads_never_differ_from_a_fresh_stores(tmp_path):
                 assert (kept.answer, kept.ranking) == (new.answer, new.ranking)
                 assert [(h.event_id, h.score) for h in mem.search(q, name)] == \
                        [(h.event_id, h.score) for h in fresh.search(q, name)]
+        finally:
             fresh.close()
-        mem.close()
-
-    run()
 
 
 def test_the_change_log_is_pruned_and_a_cache_older_than_it_reads_everything_again(tmp_path, monkeypatch):
-    import compassmem.store.sqlite as sqlite_store
+    import compassmem.store.changes as sqlite_store
     from compassmem import Memory
 
     monkeypatch.setattr(sqlite_store, "CHANGES_KEPT", 4)

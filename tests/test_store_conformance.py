@@ -360,8 +360,8 @@ def test_bm25_is_the_same_on_every_backend(tmp_path, pg_url):
 
 def test_postgres_v1_database_migrates_to_postings_with_lengths(pg_url):
     """A database written by schema v1 (postings without lengths, no namespace totals) is upgraded in place
-    when opened (through v3, which drops the postings' foreign key), and its BM25 equals that of the same
-    rows written by the current schema."""
+    when opened (through v3, which drops the postings' foreign key, and v4, the change log), and its BM25
+    equals that of the same rows written by the current schema."""
     import psycopg
 
     from compassmem.store.postgres import PostgresStore
@@ -380,7 +380,8 @@ def test_postgres_v1_database_migrates_to_postings_with_lengths(pg_url):
         c.execute("INSERT INTO meta VALUES ('vector_dim', '512')")
     store = PostgresStore(pg_url)
     try:
-        assert store.meta.get("schema_version") == "3"
+        assert store.meta.get("schema_version") == "4"
+        assert not store._q("SELECT 1 FROM namespace_changes")  # nothing written since: no counter yet
         assert not store._q("SELECT 1 FROM pg_constraint WHERE conrelid = 'terms'::regclass AND contype = 'f'")
         assert tuple(store._q("SELECT docs, total_len FROM namespaces WHERE name='a'")[0]) == (3, 7)
         hits = store.lexical_search("a", "piano", 5)
@@ -388,6 +389,8 @@ def test_postgres_v1_database_migrates_to_postings_with_lengths(pg_url):
         v = _vec(7, 512)  # an old vector is untouched
         stored = store._q("SELECT embedding FROM observations WHERE id = 'o0'")[0][0]
         assert np.array_equal(np.asarray(stored.to_numpy(), np.float32), v)
+        store.delete_observations("a", ["o2"])  # the v4 triggers log what a write touches
+        assert store._q("SELECT version FROM namespace_changes WHERE namespace='a'")[0][0] > 0
     finally:
         store.close()
 

@@ -23,7 +23,8 @@ from ..models import Event, Observation, Topic, utcnow
 from .history import EventHistory
 from .meta import Cache, Meta
 from .steps import Steps
-from .reads import SearchReads
+from .changes import ChangeLog
+from .reads import SearchReads, by_event
 from .row_cache import ReadCache
 from .shared import SharedSQL
 from .sql import PostgresSQL
@@ -36,7 +37,7 @@ from .postgres_values import _np, _terms
 _WRITE_LOCK = 0x436F6D70  # one advisory lock for all writers: steps never interleave (as in SQLite)
 
 
-class PostgresStore(SearchReads, SharedSQL, PostgresEditing, PostgresIndexes, KindCalls):
+class PostgresStore(SearchReads, ChangeLog, SharedSQL, PostgresEditing, PostgresIndexes, KindCalls):
     """Thread-safe: each thread's transaction or snapshot holds one pooled connection."""
 
     def __init__(self, url: str, max_connections: int = 8) -> None:
@@ -63,21 +64,22 @@ class PostgresStore(SearchReads, SharedSQL, PostgresEditing, PostgresIndexes, Ki
         self.steps = Steps(self.sql)
         self._counts: dict[tuple[str, str], tuple[int, float]] = {}
         self._dim: int | None = int(self.meta.get("vector_dim") or 0) or None
-        self._reads = ReadCache()  # what searches read, between asks, while nothing is committed (row_cache.py)
+        # what searches read, between asks, while its namespace is unchanged; a write drops what it touched (row_cache.py)
+        self._reads = ReadCache(changed=self._changed, by_event=by_event)
         self._scans: dict[tuple[str, str], tuple[str, int]] = {}  # vector and BM25 searches per database state (_worth_keeping)
 
-    def _state(self, namespace: str | None = None) -> str | None:
-        """Inside a read snapshot, the snapshot itself (`pg_current_snapshot()`: which transactions' writes
-        it sees), read once per snapshot: two snapshots that are equal see the same data, and any commit
-        anywhere in the cluster makes the next one differ (so it is the same for every `namespace`).
-        Elsewhere None, and nothing is kept: a statement outside a snapshot sees whatever is committed when
-        it runs, and a write transaction sees its own uncommitted rows."""
+    def _state(self, namespace: str) -> int | None:
+        """Inside a read snapshot, the namespace's change counter as that snapshot sees it (store/changes.py;
+        postgres_schema v4's triggers set it with every statement that writes what a search reads), read
+        once per snapshot and namespace. Elsewhere None, and nothing is kept: a statement outside a snapshot
+        sees whatever is committed when it runs, and a write transaction sees its own uncommitted rows."""
         local = self._local
         if getattr(local, "conn", None) is None or local.write:
             return None
-        if local.state is None:
-            local.state = local.conn.execute("SELECT pg_current_snapshot()::text").fetchone()[0]
-        return local.state
+        if namespace not in local.states:
+            row = local.conn.execute("SELECT version FROM namespace_changes WHERE namespace=%s", (namespace,)).fetchone()
+            local.states[namespace] = row[0] if row else 0
+        return local.states[namespace]
 
     # ------------------------------------------------------------------ schema
     def _migrate(self, conn: Any) -> None:
@@ -144,11 +146,11 @@ class PostgresStore(SearchReads, SharedSQL, PostgresEditing, PostgresIndexes, Ki
         with self._pool.connection() as conn:
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                self._local.conn, self._local.write, self._local.state = conn, False, None
+                self._local.conn, self._local.write, self._local.states = conn, False, {}
                 try:
                     yield
                 finally:
-                    self._local.conn = self._local.state = None
+                    self._local.conn, self._local.states = None, {}
 
     # ------------------------------------------------------------------ namespaces
     def ensure_namespace(self, namespace: str) -> None:
@@ -166,6 +168,7 @@ class PostgresStore(SearchReads, SharedSQL, PostgresEditing, PostgresIndexes, Ki
             self._x("DELETE FROM terms WHERE namespace=%s", (namespace,))  # no foreign key (schema v3)
             self._x("DELETE FROM namespaces WHERE name=%s", (namespace,))
             self._x("DELETE FROM meta WHERE key=%s", (f"clustered_events/{namespace}",))
+            self._forget_changes(namespace)  # its name goes too
         removed["index_files"] = 0
         self.compact(namespace)
         return removed

@@ -29,7 +29,7 @@ POSTINGS_KEPT_BELOW = 500_000
 
 class PostgresIndexes:
     """Needs from its host: _q, _x, _conn, _local, _dim, _counts, _matrix_of, _table_matrix, _reads,
-    _state, _scans, transaction, snapshot, meta."""
+    _state, _scans, transaction, snapshot, meta, prune_changes."""
 
     def _search(self, namespace: str, kind: str, query: np.ndarray, k: int, exact: bool = True) -> list[tuple[str, float]]:
         """pgvector proposes candidates by cosine distance (HNSW; an exhaustive scan below EXACT_BELOW rows, as
@@ -44,7 +44,7 @@ class PostgresIndexes:
         table, col = _KINDS[kind]
         rows = self._rows_in(namespace, table)
         scan = rows < EXACT_BELOW  # as SQLite: no ANN for small namespaces
-        state = self._state() if rows < KEPT_BELOW else None
+        state = self._state(namespace) if rows < KEPT_BELOW else None
         if state is not None and self._worth_keeping(state, namespace, kind):
             return self._scan(state, namespace, kind, np.asarray(query, np.float32), k)
         want = max(2 * k, k + 16)
@@ -120,7 +120,7 @@ class PostgresIndexes:
             with self.snapshot():  # in one of its own, what it reads is kept (equal snapshots, one state)
                 return self.lexical_search(namespace, text, k)
         key = (tuple(terms), k)  # a name looked up by every ask that says it (search/people.py)
-        state = self._state()
+        state = self._state(namespace)
 
         def compute(keys: list) -> dict:
             if not keys:
@@ -188,7 +188,10 @@ class PostgresIndexes:
         the planner's statistics each time a namespace has doubled since the last time (from 1,000 rows): right
         after a bulk ingest, before autovacuum had analysed the new rows, a BM25 query over the postings took
         12 s instead of 70 ms."""
-        if self._dim is None or getattr(self._local, "conn", None) is not None:
+        if getattr(self._local, "conn", None) is not None:
+            return
+        self.prune_changes()
+        if self._dim is None:
             return
         rows = self._rows_in(namespace, "observations")  # a count up to 30 s old is close enough
         analysed = int(self.meta.get(f"analysed/{namespace}") or 0)

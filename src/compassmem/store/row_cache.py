@@ -3,12 +3,12 @@
 An ask loads the ~200 events nearest its question with all of their observations and relations; the
 next ask of the same memory loads mostly the same ones. Reading and decoding them again was 7 of an
 ask's 19 ms at 1 K events (docs/benchmarks.md, Scale). A backend that can say cheaply whether a
-namespace changed keeps what it read of it here (its `_state(namespace)`: in SQLite the namespace's
-change counter, which triggers on its tables raise with every row any connection writes; PostgreSQL's
-read snapshot, `pg_current_snapshot()`, which any commit anywhere changes). A change empties what was
-kept of that namespace only (one tenant's writes leave another's asks fast) and, where the backend can
-name the events a write touched (SQLite's change log), keeps what is keyed by the other events. The state must be read before the rows it keys, so a commit between the two can only empty the
-cache once too often, never serve an old row.
+namespace changed keeps what it read of it here (its `_state(namespace)`: the namespace's change
+counter, which triggers on its tables raise with every write any connection makes; PostgreSQL reads
+it inside the ask's snapshot, store/changes.py). A change empties what was kept of that namespace only
+(one tenant's writes leave another's asks fast) and, as the change log names the events a write
+touched, keeps what is keyed by the other events. The state must be read before the rows it keys, so a
+commit between the two can only empty the cache once too often, never serve an old row.
 
 Nothing a caller can change is shared: frozen Observations, vectors as bytes, and events' and relations'
 decoded fields, from which each caller gets new objects (store/rows.py event_from, relation_from).

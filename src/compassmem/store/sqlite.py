@@ -25,12 +25,13 @@ from .steps import Steps
 from .shared import SharedSQL
 from .sql import SQLiteSQL
 from .bm25_base import LexicalBase
+from .changes import ChangeLog
 from .reads import SearchReads, by_event, stack
 from .row_cache import ReadCache
 from .rows import KindCalls
 from .sqlite_edit import SQLiteEditing
 from .sqlite_index import SQLiteIndexes, _unblob
-from .sqlite_schema import (CHANGES_KEPT, SCHEMA, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_VERSION, fts_name, immediate, new_token,
+from .sqlite_schema import (SCHEMA, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_VERSION, fts_name, immediate, new_token,
                             observation_terms, statements, upgrade, wal_mode)
 from .sqlite_schema import chunks as _chunks
 from .vectors import IndexPolicy, VectorIndex
@@ -40,11 +41,10 @@ def _blob(vec: np.ndarray) -> bytes:
     return np.asarray(vec, dtype=np.float32).tobytes()
 
 
-CHANGED_AT_MOST = 5_000  # events a write may touch before reading everything again is the cheaper way
 MMAP_BYTES = 1 << 34  # 16 GiB, more than a 1 M-event database
 
 
-class SQLiteStore(SearchReads, SharedSQL, SQLiteEditing, SQLiteIndexes, KindCalls):
+class SQLiteStore(SearchReads, ChangeLog, SharedSQL, SQLiteEditing, SQLiteIndexes, KindCalls):
     """Thread-safe (one connection behind a lock); readers never see half a step."""
 
     def __init__(self, path: str | Path, busy_timeout_s: float = 30.0, index_policy: IndexPolicy | None = None) -> None:
@@ -97,27 +97,6 @@ class SQLiteStore(SearchReads, SharedSQL, SQLiteEditing, SQLiteIndexes, KindCall
         with self._lock:
             row = self._conn.execute("SELECT version FROM namespace_changes WHERE namespace=?", (namespace,)).fetchone()
         return row[0] if row else 0
-
-    def _changed(self, namespace: str, old: int, new: int) -> set[str] | None:
-        """The events of the namespace written to after state `old` up to `new` (sqlite_schema.SCHEMA_V4's
-        log); None when the log cannot say: `old` is before its oldest kept row, the namespace was never
-        written to, the state went back, or so much changed that reading everything again is cheaper."""
-        if not old or new <= old or old < int(self.meta.get("changes_pruned_through") or 0):
-            return None
-        with self._lock:
-            rows = self._conn.execute("SELECT DISTINCT event FROM changes WHERE namespace=? AND seq>? AND seq<=? "
-                                      "LIMIT ?", (namespace, old, new, CHANGED_AT_MOST + 1)).fetchall()
-        return None if len(rows) > CHANGED_AT_MOST else {e for (e,) in rows if e is not None}
-
-    def prune_changes(self) -> None:
-        """Keep the last CHANGES_KEPT rows of the change log (a cache older than them reads everything
-        again): called after each construction step."""
-        with self.transaction():
-            top = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0]
-            low = int(self.meta.get("changes_pruned_through") or 0)
-            if top - low > CHANGES_KEPT + CHANGES_KEPT // 2:
-                self._exec("DELETE FROM changes WHERE seq<=?", (top - CHANGES_KEPT,))
-                self.meta.set("changes_pruned_through", str(top - CHANGES_KEPT))
 
     def _create_schema(self) -> tuple | None:
         """The tables of a new database, inside one write transaction: processes opening the same new file
@@ -215,8 +194,7 @@ class SQLiteStore(SearchReads, SharedSQL, SQLiteEditing, SQLiteIndexes, KindCall
             if token:
                 removed["full_text"] = self._rows(f'SELECT COUNT(*) FROM "{fts_name(token)}"')[0][0]
             self._exec("DELETE FROM namespaces WHERE name=?", (namespace,))
-            self._exec("DELETE FROM namespace_changes WHERE namespace=?", (namespace,))  # its name goes too
-            self._exec("DELETE FROM changes WHERE namespace=?", (namespace,))
+            self._forget_changes(namespace)  # its name goes too
             self._exec("DELETE FROM meta WHERE key IN (?, ?)", (f"clustered_events/{namespace}", f"index_token/{namespace}"))
             self._exec("DELETE FROM vector_log WHERE namespace=?", (namespace,))
             if token:

@@ -18,6 +18,7 @@ from typing import Iterator
 
 from ..text import index_terms
 from . import tables
+from .changes import LOGGED
 from .tables import SQLITE
 
 SCHEMA_VERSION = 4
@@ -45,25 +46,23 @@ SCHEMA_V3 = "\n" + tables.event_history()
 # counter to that seq. A write empties what was kept of its own namespace only, and of that only what
 # concerns the events it touched. `changes.seq` never repeats (AUTOINCREMENT), so a namespace deleted (its
 # rows with it) and made again never meets a value it had before.
-_LOGGED = {  # table -> the events a row of it concerns, per trigger
-    "observations": {"INSERT": ("NEW.event",), "UPDATE": ("OLD.event", "NEW.event"), "DELETE": ("OLD.event",)},
-    "events": {"INSERT": ("NEW.id",), "UPDATE": ("OLD.id", "NEW.id"), "DELETE": ("OLD.id",)},
-    "relations": {"INSERT": ("NEW.source", "NEW.target"), "UPDATE": ("OLD.source", "OLD.target", "NEW.source",
-                                                                     "NEW.target"),
-                  "DELETE": ("OLD.source", "OLD.target")},
-    "topics": {"INSERT": ("NULL",), "UPDATE": ("NULL",), "DELETE": ("NULL",)},
-}
+_ROWS = {"INSERT": ("NEW",), "UPDATE": ("OLD", "NEW"), "DELETE": ("OLD",)}  # the row images a trigger of each op sees
+
+
+def _events(op: str, columns: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f"{row}.{c}" for row in _ROWS[op] for c in columns) or ("NULL",)
+
+
 SCHEMA_V4 = ("CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL, event TEXT)",
              "CREATE INDEX IF NOT EXISTS changes_ns ON changes(namespace, seq)",
              "CREATE TABLE IF NOT EXISTS namespace_changes (namespace TEXT PRIMARY KEY, version INTEGER NOT NULL)",
              *(f"CREATE TRIGGER IF NOT EXISTS {table}_{op.lower()}_changes AFTER {op} ON {table} BEGIN "
                + "".join(f"INSERT INTO changes (namespace, event) VALUES ({'OLD' if op == 'DELETE' else 'NEW'}.namespace, "
-                         f"{event}); " for event in events)
+                         f"{event}); " for event in _events(op, cols))
                + f"INSERT INTO namespace_changes VALUES ({'OLD' if op == 'DELETE' else 'NEW'}.namespace, last_insert_rowid()) "
                "ON CONFLICT (namespace) DO UPDATE SET version = excluded.version; END"
-               for table, ops in _LOGGED.items() for op, events in ops.items()))  # statements, not a script: a
+               for table, cols in LOGGED.items() for op in _ROWS))  # statements, not a script: a
 # trigger's body has semicolons of its own
-CHANGES_KEPT = 200_000  # log rows kept (store.prune_changes): a cache older than the oldest reads everything again
 
 
 def chunks(ids: list, n: int = 500) -> Iterator[list]:
