@@ -28,14 +28,15 @@ def _memory(tmp_path) -> Memory:
 
 
 def _row_by_row(view: GraphView) -> GraphView:
-    """The same view with the per-turn columns left to GraphView's own row-by-row computations."""
+    """The same view made by hand: its per-turn columns worked out from its turns in stream order at once,
+    not cut from each event's block and joined."""
     plain = GraphView(view.namespace, view.events, view.ids, view.matrix, view.adjacency, view.topics, view.members,
                       view.observations, view.obs_matrix, view.obs_event)
     plain._obs_order = view.obs_order
     return plain
 
 
-def test_a_view_cut_from_blocks_reads_as_one_worked_out_row_by_row(tmp_path):
+def test_a_view_cut_from_blocks_reads_as_one_worked_out_from_all_its_turns_at_once(tmp_path):
     view = _memory(tmp_path).graph("n")
     plain = _row_by_row(view)
     assert view.obs_order == sorted(view.obs_order, key=lambda o: (view.observations[o].step, view.observations[o].seq))

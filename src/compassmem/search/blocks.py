@@ -57,6 +57,7 @@ class EventBlock:
     neighbours: tuple[Neighbour, ...]  # one per typed relation touching it (not to itself), in stored order
     revisions: tuple[tuple[int, str, str, str], ...]  # (step, other event, earlier turn, later turn) of the
     # revision relations it is the source of (construct/revise.py)
+    first: tuple[float, float]  # (step, seq) of its first observation (inf without one): Joined's sort key
 
 
 def blocks_of(store: Store, namespace: str, event_ids: list[str]) -> list[EventBlock]:
@@ -78,9 +79,26 @@ def owners_of(store: Store, namespace: str, observation_ids: list[str]) -> dict[
     return {o: e for o, e in store.derived(namespace, "owners", observation_ids, read).items() if e is not None}
 
 
-def _work_out(store: Store, namespace: str, event_ids: list[str]) -> dict[str, EventBlock | None]:
+def turn_numbers(obs: list[Observation]) -> np.ndarray:
+    """The NUMBERS columns of these observations, one row each (a speaker's flags and a date's day worked
+    out once each)."""
     from .graph import passage_tokens  # graph.py builds its views from this module
 
+    flags = {s: (said_by_assistant(s), speaks_for_self(s)) for s in {o.speaker for o in obs}}
+    days = {d: (day.toordinal() if (day := from_iso(d)) else -1) for d in {o.date for o in obs}}
+    return np.array([(o.step, o.seq, *flags[o.speaker], is_question(o.text), passage_tokens(o), days[o.date])
+                     for o in obs], dtype=float).reshape(len(obs), len(NUMBERS))
+
+
+def turn_columns(numbers: np.ndarray, speaker: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """From rows in stream order (their NUMBERS and speakers): the assistant mask, passage lengths, day
+    numbers and the row each replies to (`replies`), as GraphView keeps them."""
+    col = {name: numbers[:, i] for i, name in enumerate(NUMBERS)}
+    return (col["assistant"] > 0, col["passage"].copy(), col["day"].astype(np.int64),
+            replies(col["step"], col["seq"], speaker, col["asks"] > 0, col["own_voice"] > 0))
+
+
+def _work_out(store: Store, namespace: str, event_ids: list[str]) -> dict[str, EventBlock | None]:
     events, mat = store.get_events(namespace, event_ids)
     obs, obs_mat = store.observations_of(namespace, [e.id for e in events])
     row = {o.id: i for i, o in enumerate(obs)}
@@ -88,12 +106,9 @@ def _work_out(store: Store, namespace: str, event_ids: list[str]) -> dict[str, E
     for r in store.relations_of(namespace, list(touching)):  # in stored order
         for end in {r.source, r.target} & touching.keys():
             touching[end].append(r)
-    # the columns of all the observations at once (a speaker's flags and a date's day worked out once each),
-    # then each event's rows taken from them: stream order is row order, as observations_of returns it
-    flags = {s: (said_by_assistant(s), speaks_for_self(s)) for s in {o.speaker for o in obs}}
-    days = {d: (day.toordinal() if (day := from_iso(d)) else -1) for d in {o.date for o in obs}}
-    table = np.array([(o.step, o.seq, *flags[o.speaker], is_question(o.text), passage_tokens(o), days[o.date])
-                      for o in obs], dtype=float).reshape(len(obs), len(NUMBERS))
+    # the columns of all the observations at once, then each event's rows taken from them: stream order is
+    # row order, as observations_of returns it
+    table = turn_numbers(obs)
     objects, ids, speakers = _objects(obs), _objects([o.id for o in obs]), _objects([o.speaker for o in obs])
     out: dict[str, EventBlock | None] = dict.fromkeys(event_ids)
     for e, vector in zip(events, mat):
@@ -101,6 +116,7 @@ def _work_out(store: Store, namespace: str, event_ids: list[str]) -> dict[str, E
         out[e.id] = EventBlock(
             event=e, vector=vector, observations=objects[own], ids=ids[own], matrix=obs_mat[own],
             speaker=speakers[own], numbers=table[own],
+            first=tuple(table[own[0], :2].tolist()) if len(own) else (np.inf, np.inf),
             neighbours=tuple(Neighbour(r.target, r.type, True) if r.source == e.id else Neighbour(r.source, r.type, False)
                              for r in touching[e.id] if r.source != r.target),
             revisions=tuple((r.step, r.target, r.evidence[0], r.evidence[1]) for r in touching[e.id]
@@ -136,8 +152,7 @@ class Joined:
     def __init__(self, blocks: list[EventBlock], allowed: set[str] | None) -> None:
         # blocks by their first turn: events rarely interleave, so the rows are then in stream order as they
         # are joined, and the ~1,400 vectors are copied once instead of joined and then reordered
-        first = [tuple(b.numbers[0, :2]) if len(b.ids) else (np.inf, np.inf) for b in blocks]
-        by_first = sorted(range(len(blocks)), key=first.__getitem__)
+        by_first = sorted(range(len(blocks)), key=lambda i: blocks[i].first)
         parts = [blocks[i] for i in by_first]
 
         def joined(part: str) -> np.ndarray:
@@ -163,6 +178,4 @@ class Joined:
 
     def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """assistant mask, passage lengths, day numbers and question_before, as GraphView keeps them."""
-        col = {name: self.numbers[:, i] for i, name in enumerate(NUMBERS)}
-        return (col["assistant"] > 0, col["passage"].copy(), col["day"].astype(np.int64),
-                replies(col["step"], col["seq"], self.speaker, col["asks"] > 0, col["own_voice"] > 0))
+        return turn_columns(self.numbers, self.speaker)

@@ -17,10 +17,8 @@ from ..embed.base import dots
 from ..models import Event, Observation, Topic
 from ..store import Store
 from ..store.base import require_namespace
-from ..text import index_terms, is_question
-from ..timeutil import from_iso
-from .blocks import EventBlock, Joined, Neighbour, blocks_of, topics_of
-from .current import said_by_assistant, speaks_for_self
+from ..text import index_terms
+from .blocks import EventBlock, Joined, Neighbour, blocks_of, topics_of, turn_columns, turn_numbers
 from .people import TURNS_READ, called, turns_saying
 
 
@@ -63,13 +61,7 @@ class GraphView:
         ids = [b.event.id for b in blocks]
         by_id = {b.event.id: b.event for b in blocks}
         index = {eid: i for i, eid in enumerate(ids)}
-        adjacency: dict[str, list[Neighbour]] = {}
-        src: list[int] = []
-        dst: list[int] = []  # the relations as rows, both directions, for hops_from and neighbour_mean
-        for i, b in enumerate(blocks):
-            near = adjacency[b.event.id] = [n for n in b.neighbours if n.event_id in index]
-            src += [i] * len(near)
-            dst += [index[n.event_id] for n in near]
+        adjacency = {b.event.id: [n for n in b.neighbours if n.event_id in index] for b in blocks}
         revisions = sorted((r for b in blocks for r in b.revisions if r[1] in by_id), key=lambda r: r[0])
         members: dict[str, list[str]] = {}
         for e in by_id.values():
@@ -86,8 +78,6 @@ class GraphView:
         view._obs_order = order
         view._obs_ids = rows.ids
         view._owner = dict(zip(order, np.array(ids + [""], dtype=object)[rows.owner].tolist()))
-        edges = (np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64))
-        view._edges = (*edges, np.maximum(np.bincount(edges[0], minlength=len(ids)), 1).astype(float))
         view._assistant, view._passage_tokens, view._day_numbers, view._asked = rows.columns()
         return view
 
@@ -208,11 +198,17 @@ class GraphView:
             return [(o.speaker, o.text) for o in self.observations.values() if word.lower() in o.text.lower()][:TURNS_READ]
         return turns_saying(self.store, self.namespace, word)
 
+    def _turn_columns(self) -> None:
+        """The per-turn columns below; GraphView.build cuts them from the blocks, and a view made by hand
+        (tests) works them out here with the same code (search/blocks.py)."""
+        if not hasattr(self, "_asked"):
+            turns = [self.observations[o] for o in self._obs_order]
+            self._assistant, self._passage_tokens, self._day_numbers, self._asked = \
+                turn_columns(turn_numbers(turns), np.array([o.speaker for o in turns], dtype=object))
+
     def assistant_mask(self) -> np.ndarray:
         """True for the observations (in obs_order) an assistant (a machine role) said."""
-        if not hasattr(self, "_assistant"):
-            self._assistant = np.array([said_by_assistant(self.observations[o].speaker) for o in self._obs_order],
-                                       dtype=bool)
+        self._turn_columns()
         return self._assistant
 
     def speaker_mask(self, names: set[str]) -> np.ndarray:
@@ -226,17 +222,13 @@ class GraphView:
 
     def passage_lengths(self) -> np.ndarray:
         """Per observation (rows in obs_order), passage_tokens: its length when no one said it, else 0."""
-        if not hasattr(self, "_passage_tokens"):
-            self._passage_tokens = np.array([passage_tokens(self.observations[o]) for o in self._obs_order],
-                                            dtype=float)
+        self._turn_columns()
         return self._passage_tokens
 
     def date_mask(self, first: date, last: date) -> np.ndarray:
         """1.0 for the observations (in obs_order) said between `first` and `last`, both included; an
         observation without a date is never inside."""
-        if not hasattr(self, "_day_numbers"):  # days since year 1, -1 for no date
-            days = [from_iso(self.observations[o].date) for o in self._obs_order]
-            self._day_numbers = np.array([d.toordinal() if d else -1 for d in days], dtype=np.int64)
+        self._turn_columns()  # days since year 1, -1 for no date
         return ((self._day_numbers >= first.toordinal()) & (self._day_numbers <= last.toordinal())).astype(float)
 
     def question_before(self) -> np.ndarray:
@@ -246,17 +238,7 @@ class GraphView:
         request is not what a question about the user's life wants; the user's answer to an assistant's
         question is). Segmentation never separates a question from its answer, so both are loaded
         together."""
-        if not hasattr(self, "_asked"):
-            turns = [self.observations[o] for o in self._obs_order]
-            asked = np.full(len(turns), -1, dtype=np.int64)
-            at = {(o.step, o.seq): i for i, o in enumerate(turns)}
-            for j, q in enumerate(turns):  # from the few question turns, not from every turn
-                if not is_question(q.text):
-                    continue
-                i = at.get((q.step, q.seq + 1))
-                if i is not None and turns[i].answers(q) and q.speaker != turns[i].speaker and speaks_for_self(turns[i].speaker):
-                    asked[i] = j
-            self._asked = asked
+        self._turn_columns()
         return self._asked
 
     def event_max(self, values: np.ndarray, fill: float = 0.0) -> np.ndarray:
@@ -274,14 +256,14 @@ class GraphView:
 
     def _edge_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(source rows, target rows, degree floored at 1) of the typed relations among the loaded events,
-        both directions; built once per view."""
+        both directions, in event order; built once per view."""
         if not hasattr(self, "_edges"):
-            pairs = [(self._index[a], self._index[n.event_id]) for a, ns in self.adjacency.items()
-                     for n in ns if a in self._index and n.event_id in self._index]
+            index = self._index
+            pairs = [(i, index[n.event_id]) for i, e in enumerate(self.ids) for n in self.adjacency.get(e, ())
+                     if n.event_id in index]
             src = np.array([a for a, _ in pairs], dtype=np.int64)
             dst = np.array([b for _, b in pairs], dtype=np.int64)
-            degree = np.bincount(src, minlength=len(self.ids)).astype(float) if pairs else np.zeros(len(self.ids))
-            self._edges = (src, dst, np.maximum(degree, 1.0))
+            self._edges = (src, dst, np.maximum(np.bincount(src, minlength=len(self.ids)), 1).astype(float))
         return self._edges
 
     def neighbour_mean(self, values: np.ndarray) -> np.ndarray:
