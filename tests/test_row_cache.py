@@ -75,6 +75,7 @@ def test_a_store_keeps_a_namespace_while_another_is_written_and_sees_every_commi
     mem.add([_turn("y1", "My sister plays the cello.")], namespace="y", step=1)
     mem.search("What is the puppy called?", "x")
     assert mem.store._reads.holds("x", blocks)
+    assert not any(mem.store._reads.holds("x", rows) for rows in ("events", "observations", "relations"))  # not twice
     mem.add([_turn("y2", "She plays in an orchestra now.")], namespace="y", step=2)
     assert mem.store._reads.holds("x", blocks)  # another namespace's write leaves x's blocks
     other = Memory(db, embedder="hash")  # another connection writes to x itself

@@ -99,11 +99,13 @@ def turn_columns(numbers: np.ndarray, speaker: np.ndarray) -> tuple[np.ndarray, 
 
 
 def _work_out(store: Store, namespace: str, event_ids: list[str]) -> dict[str, EventBlock | None]:
-    events, mat = store.get_events(namespace, event_ids)
-    obs, obs_mat = store.observations_of(namespace, [e.id for e in events])
+    # read, not kept as rows too: the block is what is kept (Store.derived), and rows held twice made an ask's
+    # events count four times against the read cache's limit
+    events, mat = store.get_events(namespace, event_ids, keep=False)
+    obs, obs_mat = store.observations_of(namespace, [e.id for e in events], keep=False)
     row = {o.id: i for i, o in enumerate(obs)}
     touching: dict[str, list[Relation]] = {e.id: [] for e in events}
-    for r in store.relations_of(namespace, list(touching)):  # in stored order
+    for r in store.relations_of(namespace, list(touching), keep=False):  # in stored order
         for end in {r.source, r.target} & touching.keys():
             touching[end].append(r)
     # the columns of all the observations at once, then each event's rows taken from them: stream order is

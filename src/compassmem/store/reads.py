@@ -70,7 +70,14 @@ class SearchReads:
         what = ("derived by event" if by_event else "derived", kind)
         return self._reads.fetch(self._state(namespace), namespace, what, keys, work_out)
 
-    def observations_of(self, namespace: str, event_ids: list[str]) -> tuple[list[Observation], np.ndarray]:
+    def _fetch(self, keep: bool, namespace: str, kind: str, keys: list[str],
+               read: Callable[[list], dict[Hashable, Any]]) -> dict[Hashable, Any]:
+        """Through the read cache, or (`keep` False: the caller keeps what it makes of them) read as they are."""
+        if not keep:
+            return read(list(dict.fromkeys(keys))) if keys else {}
+        return self._reads.fetch(self._state(namespace), namespace, kind, keys, read)
+
+    def observations_of(self, namespace: str, event_ids: list[str], keep: bool = True) -> tuple[list[Observation], np.ndarray]:
         """The observations owned by these events, in stream order, with their normalised vectors (zero
         rows where none is stored): what a search loads for its candidate events, and nothing more."""
         def read(events: list[str]) -> dict[str, list[tuple]]:
@@ -81,11 +88,11 @@ class SearchReads:
                 out[r[11]].append((r[2], r[3], records.observation(r), vec))  # Observation is frozen
             return out
 
-        found = self._reads.fetch(self._state(namespace), namespace, "observations", event_ids, read)
+        found = self._fetch(keep, namespace, "observations", event_ids, read)
         rows = sorted((r for rs in found.values() for r in rs), key=lambda r: (r[0], r[1]))
         return [r[2] for r in rows], stack([r[3] for r in rows])
 
-    def get_events(self, namespace: str, ids: list[str]) -> tuple[list[Event], np.ndarray]:
+    def get_events(self, namespace: str, ids: list[str], keep: bool = True) -> tuple[list[Event], np.ndarray]:
         """These events (unknown ids skipped) in the order asked, with their normalised vectors."""
         def read(wanted: list[str]) -> dict[str, tuple | None]:
             rows = self._where_in(f"SELECT {EVENT_COLS}, embedding FROM events WHERE namespace=? AND {{cond}}",
@@ -93,11 +100,12 @@ class SearchReads:
             got = {r[1]: (records.event_fields(r), vec) for r, vec in zip(rows, self._vectors_of([r[9] for r in rows]))}
             return {i: got.get(i) for i in wanted}
 
-        rows = self._reads.fetch(self._state(namespace), namespace, "events", ids, read)
+        rows = self._fetch(keep, namespace, "events", ids, read)
         found = [r for r in rows.values() if r is not None]
         return [records.event_from(r[0]) for r in found], stack([r[1] for r in found])
 
-    def relations_of(self, namespace: str, event_ids: list[str], within: bool = False) -> list[Relation]:
+    def relations_of(self, namespace: str, event_ids: list[str], within: bool = False,
+                     keep: bool = True) -> list[Relation]:
         """Relations touching these events (both ends among them when `within`), in stored order; read by
         source and by target per event."""
         def read(events: list[str]) -> dict[str, list[tuple]]:
@@ -108,7 +116,7 @@ class SearchReads:
                     out[r[3] if end == "source" else r[4]].append((r[0], records.relation_fields(r[1:])))
             return out
 
-        touching = self._reads.fetch(self._state(namespace), namespace, "relations", event_ids, read)
+        touching = self._fetch(keep, namespace, "relations", event_ids, read)
         wanted = set(touching)
         rows = {r[0]: r[1] for rs in touching.values() for r in rs  # by rowid: both ends may match
                 if not within or (r[1]["source"] in wanted and r[1]["target"] in wanted)}
