@@ -200,11 +200,15 @@ def test_openapi_fuzz_of_a_thousand_requests_finds_no_server_error(server, tmp_p
     assert int(counts.group(1)) >= 1000 and counts.group(1) == counts.group(2), counts.group(0)
 
 
-def test_load_bench_runs_clients_against_a_real_server(tmp_path):
-    """`compassmem bench load` end to end, briefly (docs/benchmarks.md has the 8-client, 60 s run)."""
-    r = cli("bench", "load", "--out", str(tmp_path), "--clients", "2", "--seconds", "3")
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_load_bench_runs_clients_against_a_real_server(tmp_path, backend, request):
+    """`compassmem bench load` end to end, briefly, on each store (docs/benchmarks.md has the 8-client,
+    60 s runs)."""
+    pg = ["--pg", request.getfixturevalue("pg_server")] if backend == "postgres" else []
+    r = cli("bench", "load", "--out", str(tmp_path), "--clients", "2", "--seconds", "3", *pg)
     assert r.returncode == 0, r.stderr
     report = json.loads((tmp_path / "load.json").read_text())
+    assert report["backend"] == ("postgresql" if pg else "sqlite")
     assert all(e["requests"] > 0 and e["errors"] == 0 for e in report["endpoints"].values())
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 from statistics import mean
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pathlib import Path

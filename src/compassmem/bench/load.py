@@ -1,7 +1,7 @@
 """`compassmem bench load`: a bounded load test of the REST service on loopback.
 
-It starts a real `compassmem serve` process on a fresh database (with a key), seeds it, then runs N
-client threads for S seconds, each mixing adds (one new step of turns, to its own namespace) and
+It starts a real `compassmem serve` process on a fresh database (SQLite, or PostgreSQL with `--pg`) with
+a key, seeds it, then runs N client threads for S seconds, each mixing adds (one new step of turns, to its own namespace) and
 searches (over every namespace's words), and reports per endpoint: requests, errors, p50/p95/max
 latency and throughput. Any non-2xx answer counts as an error.
 """
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .metrics import percentile
+from .pgdb import fresh_database
 
 WORDS = ("garden tomatoes bicycle marathon piano recipe beagle puppy concert museum lake kayak "
          "painting pottery guitar novel ferry mountain festival camera").split()
@@ -37,11 +38,12 @@ def _turns(rng: random.Random, n: int) -> list[str]:
 
 
 def run_load(clients: int = 8, seconds: float = 60.0, add_share: float = 0.2, embedder: str = "hash",
-             seed: int = 0, out: Path | None = None) -> dict[str, Any]:
+             seed: int = 0, out: Path | None = None, pg: str | None = None) -> dict[str, Any]:
+    """`pg`: a PostgreSQL server URL; the service then runs on a fresh database `load_bench` there."""
     import httpx
 
     with tempfile.TemporaryDirectory() as tmp:
-        db = str(Path(tmp) / "load.db")
+        db = fresh_database(pg, "load_bench") if pg else str(Path(tmp) / "load.db")
         made = subprocess.run([sys.executable, "-m", "compassmem", "keys", "create", "--db", db, "--tenant", "load"],
                               capture_output=True, text=True, check=True)
         key = made.stdout.strip().splitlines()[-1]
@@ -100,6 +102,7 @@ def run_load(clients: int = 8, seconds: float = 60.0, add_share: float = 0.2, em
             server.terminate()
             server.wait(timeout=60)
     report = {"clients": clients, "seconds": round(wall, 1), "add_share": add_share, "embedder": embedder,
+              "backend": "postgresql" if pg else "sqlite",
               "endpoints": {kind: {"requests": len(v), "errors": len(errors[kind]),
                                    "p50_ms": round(1000 * percentile(v, 0.5), 1),
                                    "p95_ms": round(1000 * percentile(v, 0.95), 1),

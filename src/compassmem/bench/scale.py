@@ -302,18 +302,17 @@ def run_scale(sizes: list[int], out: Path, embedder: str = "hash", turns_per_ste
 
 
 def _pg_database(server: str, n: int) -> str:
-    """The URL of database scale_<n> on the server `server` points at (the database part replaced)."""
-    base, _, query = server.partition("?")
-    return f"{base.rsplit('/', 1)[0]}/scale_{n}" + (f"?{query}" if query else "")
+    """The URL of database scale_<n> on the server `server` points at."""
+    from .pgdb import database_url
+
+    return database_url(server, f"scale_{n}")
 
 
 def _remove(out: Path, n: int, pg: str | None = None) -> None:
     if pg:  # a fresh database for this size
-        import psycopg
+        from .pgdb import fresh_database
 
-        with psycopg.connect(pg, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS scale_{n}")
-            conn.execute(f"CREATE DATABASE scale_{n}")
+        fresh_database(pg, f"scale_{n}")
         return
     for p in out.glob(f"scale-{n}.db*"):
         if p.is_dir():

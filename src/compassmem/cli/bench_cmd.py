@@ -286,15 +286,18 @@ def haystack(data: Path = DataOpt, out: Path = OutOpt,
 def load(out: Path = OutOpt, clients: int = typer.Option(8, "--clients", help="Concurrent client threads."),
          seconds: float = typer.Option(60.0, "--seconds", help="How long the clients run."),
          add_share: float = typer.Option(0.2, "--add-share", help="Share of requests that add a step."),
-         embedder: str = typer.Option("hash", "--embedder", help=EMB_HELP)) -> None:
+         embedder: str = typer.Option("hash", "--embedder", help=EMB_HELP),
+         pg: Optional[str] = typer.Option(None, "--pg", help="A PostgreSQL server URL: serve from a fresh database "
+                                          "load_bench there instead of SQLite.")) -> None:
     """A bounded load test of `compassmem serve` on loopback: N clients mixing add and search for S
     seconds; errors and p50/p95 per endpoint (needs the server extra)."""
     from rich.table import Table
 
     from ..bench.load import run_load
 
-    report = run_load(clients, seconds, add_share, embedder, out=out)
-    table = Table(title=f"{clients} clients, {report['seconds']} s, offline engine ({embedder} embedder)")
+    report = run_load(clients, seconds, add_share, embedder, out=out, pg=pg)
+    table = Table(title=f"{clients} clients, {report['seconds']} s, offline engine ({embedder} embedder, "
+                        f"{report['backend']})")
     for col in ("endpoint", "requests", "errors", "p50 ms", "p95 ms", "max ms", "req/s"):
         table.add_column(col)
     for kind, r in report["endpoints"].items():

@@ -1,0 +1,19 @@
+"""A fresh database on a PostgreSQL server, for the benchmarks that measure the PostgreSQL store."""
+
+from __future__ import annotations
+
+
+def database_url(server: str, name: str) -> str:
+    """The URL of database `name` on the server `server` points at (the database part replaced)."""
+    base, _, query = server.partition("?")
+    return f"{base.rsplit('/', 1)[0]}/{name}" + (f"?{query}" if query else "")
+
+
+def fresh_database(server: str, name: str) -> str:
+    """Drop and create database `name` on the server; its URL."""
+    import psycopg
+
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    return database_url(server, name)
