@@ -74,6 +74,7 @@ class GraphView:
         view = cls(namespace, by_id, ids, mat, adjacency, topics, members, dict(zip(order, rows.observations.tolist())),
                    rows.matrix if order else None, rows.owner if order else None)
         view.store = store
+        view.speakers()  # read now, inside the caller's snapshot (every ask's ranking reads them)
         view.revised_by = {earlier: later for _, _, earlier, later in revisions}  # the newest revision wins
         view._obs_order = order
         view._obs_ids = rows.ids
@@ -176,8 +177,9 @@ class GraphView:
     def speakers(self) -> list[str]:
         """Everyone who speaks in the namespace (not only in the loaded part)."""
         if not hasattr(self, "_speakers"):
-            self._speakers = (self.store.speakers(self.namespace) if self.store is not None
-                              else sorted({o.speaker for o in self.observations.values() if o.speaker}))
+            store, ns = self.store, self.namespace  # kept by the store until the namespace is written to
+            self._speakers = (list(store.derived(ns, "speakers", [""], lambda _: {"": tuple(store.speakers(ns))})[""])
+                              if store is not None else sorted({o.speaker for o in self.observations.values() if o.speaker}))
         return self._speakers
 
     def called(self, question: str) -> dict[str, str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -80,6 +80,16 @@ class PostgresStore(SearchReads, ChangeLog, SharedSQL, PostgresEditing, Postgres
             row = local.conn.execute("SELECT version FROM namespace_changes WHERE namespace=%s", (namespace,)).fetchone()
             local.states[namespace] = row[0] if row else 0
         return local.states[namespace]
+
+    def derived(self, namespace: str, kind: str, keys: list[str],
+                work_out: Callable[[list[str]], dict[str, Any]], by_event: bool = False) -> dict[str, Any]:
+        """SearchReads.derived, in a snapshot of its own when called outside one (the ranking's name lookups
+        and the answerer's turn vectors come after the graph's snapshot): what it works out is then kept
+        as well, as lexical_search does. Inside a write transaction nothing is kept (`_state`)."""
+        if getattr(self._local, "conn", None) is None:
+            with self.snapshot():
+                return super().derived(namespace, kind, keys, work_out, by_event)
+        return super().derived(namespace, kind, keys, work_out, by_event)
 
     # ------------------------------------------------------------------ schema
     def _migrate(self, conn: Any) -> None:
