@@ -38,6 +38,7 @@ def main() -> int:
     name = "t" + uuid.uuid4().hex[:8]
     with psycopg.connect(admin, autocommit=True) as c:
         c.execute(f"CREATE DATABASE {name}")
+    # the URL spelt out here, not compassmem.bench.pgdb's: `--src` may point at a checkout from before it
     base, sep, query = admin.partition("?")
     mem = Memory(f"{base.rsplit('/', 1)[0]}/{name}{sep}{query}", embedder="hash")
     rng, t0 = random.Random(0), time.perf_counter()

@@ -100,7 +100,7 @@ def test_a_write_drops_only_what_it_touched_of_its_own_namespace(db_factory):
     def kept() -> set[str]:
         with mem.store.snapshot():  # PostgreSQL keeps what is read inside one
             return {e for e in before if mem.store.derived("x", KIND, [e], lambda ids: {i: None for i in ids},
-                                                           by_event=True)[e] is not None}
+                                                            by_event=True)[e] is not None}
     assert kept() == before
     last = mem.store.sql.rows("SELECT MAX(seq) FROM changes")[0][0]
     mem.add([_turn("s4", "My cat sleeps all day.")], namespace="x", step=4)  # a new event, far from the roses
@@ -167,10 +167,10 @@ def _replay(mem, db, ops, counter) -> None:
 
 
 def test_the_change_log_is_pruned_and_a_cache_older_than_it_reads_everything_again(tmp_path, monkeypatch):
-    import compassmem.store.changes as sqlite_store
+    import compassmem.store.changes as changes
     from compassmem import Memory
 
-    monkeypatch.setattr(sqlite_store, "CHANGES_KEPT", 4)
+    monkeypatch.setattr(changes, "CHANGES_KEPT", 4)
     mem = Memory(tmp_path / "m.db", embedder="hash")
     mem.add([_turn("a1", "I planted roses.")], namespace="x")
     old = mem.store._state("x")

@@ -63,7 +63,8 @@ class Observation(BaseModel):
 
     def answers(self, turn: "Observation") -> bool:
         """Whether this turn comes right after `turn` in its session and `turn` asks something ("…?"):
-        the likely answer to it, for the ranking's reply term and the offline answerer alike."""
+        the likely answer to it, for the offline answerer (search/blocks.replies is the same test over a
+        view's columns, for the ranking's reply term)."""
         return turn.step == self.step and turn.seq == self.seq - 1 and is_question(turn.text)
 
 

@@ -23,12 +23,14 @@ if TYPE_CHECKING:  # sqlite_schema reads LOGGED, and sql.py reads sqlite_schema
 # written empties only what is not kept by event)
 LOGGED: dict[str, tuple[str, ...]] = {"observations": ("event",), "events": ("id",), "relations": ("source", "target"),
                                       "topics": ()}
+# per triggering operation, the row images a trigger sees (each schema names them in its own dialect)
+ROW_IMAGES: dict[str, tuple[str, ...]] = {"INSERT": ("new",), "UPDATE": ("old", "new"), "DELETE": ("old",)}
 CHANGED_AT_MOST = 5_000  # events a write may touch before reading everything again is the cheaper way
 CHANGES_KEPT = 200_000  # log rows kept (prune_changes): a cache older than the oldest reads everything again
 
 
 class ChangeLog:
-    """Mixed into each store; needs `sql`, `meta` and `transaction` from its host."""
+    """Mixed into each store; needs `sql` and `meta` from its host."""
 
     sql: "SQL"
     meta: "Meta"

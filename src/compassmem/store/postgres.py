@@ -66,7 +66,7 @@ class PostgresStore(SearchReads, ChangeLog, SharedSQL, PostgresEditing, Postgres
         self._dim: int | None = int(self.meta.get("vector_dim") or 0) or None
         # what searches read, between asks, while its namespace is unchanged; a write drops what it touched (row_cache.py)
         self._reads = ReadCache(changed=self._changed, by_event=by_event)
-        self._scans: dict[tuple[str, str], tuple[str, int]] = {}  # vector and BM25 searches per database state (_worth_keeping)
+        self._scans: dict[tuple[str, str], tuple[int, int]] = {}  # vector and BM25 searches per namespace state (_worth_keeping)
 
     def _state(self, namespace: str) -> int | None:
         """Inside a read snapshot, the namespace's change counter as that snapshot sees it (store/changes.py;

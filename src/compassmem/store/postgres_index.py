@@ -74,9 +74,9 @@ class PostgresIndexes:
         order = np.lexsort((np.arange(len(rows)), -sims))
         return [(rows[i][0], float(sims[i])) for i in order[:k]]
 
-    def _worth_keeping(self, state: str, namespace: str, kind: str, after: int = 2) -> bool:
+    def _worth_keeping(self, state: int, namespace: str, kind: str, after: int = 2) -> bool:
         """Whether to read all of a kind ("observations", "events", "topics" vectors, or "postings") into
-        memory: once this database state has served `after` searches of it. Reading them costs several SQL
+        memory: once this namespace state has served `after` searches of it. Reading them costs several SQL
         scans (~200 ms for 10 K events), so a memory written between every two asks keeps using SQL, and
         one asked repeatedly reads them once."""
         key = (namespace, kind)
@@ -85,8 +85,8 @@ class PostgresIndexes:
         self._scans[key] = (state, count)
         return count >= after
 
-    def _scan(self, state: str, namespace: str, kind: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The exact scan of a small namespace in numpy over its vectors, read once per database state
+    def _scan(self, state: int, namespace: str, kind: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The exact scan of a small namespace in numpy over its vectors, read once per namespace state
         (store/row_cache.py) instead of pgvector casting and comparing every row on every call (31 of a
         10 K-event search's 55 ms). Ties in row order, as the SQL scan orders them."""
         def read(keys: list) -> dict:
@@ -110,7 +110,7 @@ class PostgresIndexes:
         """BM25 with FTS5's formula and parameters (k1 1.2, b 0.75, idf floored at 1e-6), from the query
         terms' postings (an index-only range scan) and the namespace's document count and total length.
         Each score sums its terms in one order, so equal documents tie exactly and the row id decides.
-        Always read in a snapshot (its caller's, else its own), so hits are kept per database state; once
+        Always read in a snapshot (its caller's, else its own), so hits are kept per namespace state; once
         a state has served enough BM25 queries, from the namespace's postings kept in memory instead
         (`_kept_postings`)."""
         terms = sorted(set(index_terms(text)))
@@ -134,9 +134,9 @@ class PostgresIndexes:
 
         return self._reads.fetch(state, namespace, "lexical", [key], compute)[key][:]
 
-    def _kept_postings(self, state: str, namespace: str) -> tuple[LexicalBase, dict[int, str]] | None:
+    def _kept_postings(self, state: int, namespace: str) -> tuple[LexicalBase, dict[int, str]] | None:
         """The namespace's postings as an impact base (store/bm25_base.py: the SQLite store's BM25 for large
-        namespaces), read once per database state, once that state has served enough BM25 queries and
+        namespaces), read once per namespace state, once that state has served enough BM25 queries and
         the namespace is under POSTINGS_KEPT_BELOW observations: each new question and name then costs a
         few posting slices in numpy instead of an aggregate in SQL (5 ms at 10 K events, 40 ms at 100 K).
         None: use SQL."""

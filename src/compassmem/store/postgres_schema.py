@@ -37,19 +37,20 @@ transaction at a time and a later state's counter is above every change committe
 from __future__ import annotations
 
 from . import tables
-from .changes import LOGGED
+from .changes import LOGGED, ROW_IMAGES
 from .tables import POSTGRES
 
 SCHEMA_VERSION = 4
 
+
 def _logged(table: str, columns: tuple[str, ...], op: str) -> str:
     """The function and statement-level trigger that log an `op` on `table` (v4)."""
-    images = {"INSERT": ("new_rows",), "UPDATE": ("old_rows", "new_rows"), "DELETE": ("old_rows",)}[op]
-    touched = " UNION ALL ".join(f"SELECT namespace, {c} FROM {image}" for image in images for c in columns) or \
-        " UNION ALL ".join(f"SELECT namespace, NULL::text FROM {image}" for image in images)
-    spaces = " UNION ".join(f"SELECT namespace FROM {image}" for image in images)
+    images = ROW_IMAGES[op]
+    touched = " UNION ALL ".join(f"SELECT namespace, {c} FROM {image}_rows" for image in images
+                                 for c in columns or ("NULL::text",))
+    spaces = " UNION ".join(f"SELECT namespace FROM {image}_rows" for image in images)
     name = f"{table}_{op.lower()}_changes"
-    referencing = " ".join(f"{'OLD' if image == 'old_rows' else 'NEW'} TABLE AS {image}" for image in images)
+    referencing = " ".join(f"{image.upper()} TABLE AS {image}_rows" for image in images)
     return f"""CREATE OR REPLACE FUNCTION log_{name}() RETURNS trigger LANGUAGE plpgsql AS $log$
 BEGIN
   INSERT INTO namespace_changes SELECT DISTINCT namespace, 0 FROM ({spaces}) AS s(namespace)
@@ -103,7 +104,7 @@ DELETE FROM terms t WHERE NOT EXISTS (SELECT 1 FROM observations o WHERE o.names
 CREATE TABLE IF NOT EXISTS changes (seq BIGSERIAL PRIMARY KEY, namespace TEXT NOT NULL, event TEXT);
 CREATE INDEX IF NOT EXISTS changes_ns ON changes(namespace, seq);
 CREATE TABLE IF NOT EXISTS namespace_changes (namespace TEXT PRIMARY KEY, version BIGINT NOT NULL);
-""" + "".join(_logged(table, columns, op) for table, columns in LOGGED.items() for op in ("INSERT", "UPDATE", "DELETE"))}
+""" + "".join(_logged(table, columns, op) for table, columns in LOGGED.items() for op in ROW_IMAGES)}
 
 
 def hnsw_indexes(dim: int) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Iterator
 
 from ..text import index_terms
 from . import tables
-from .changes import LOGGED
+from .changes import LOGGED, ROW_IMAGES
 from .tables import SQLITE
 
 SCHEMA_VERSION = 4
@@ -46,11 +46,8 @@ SCHEMA_V3 = "\n" + tables.event_history()
 # counter to that seq. A write empties what was kept of its own namespace only, and of that only what
 # concerns the events it touched. `changes.seq` never repeats (AUTOINCREMENT), so a namespace deleted (its
 # rows with it) and made again never meets a value it had before.
-_ROWS = {"INSERT": ("NEW",), "UPDATE": ("OLD", "NEW"), "DELETE": ("OLD",)}  # the row images a trigger of each op sees
-
-
 def _events(op: str, columns: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(f"{row}.{c}" for row in _ROWS[op] for c in columns) or ("NULL",)
+    return tuple(f"{row.upper()}.{c}" for row in ROW_IMAGES[op] for c in columns) or ("NULL",)
 
 
 SCHEMA_V4 = ("CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, namespace TEXT NOT NULL, event TEXT)",
@@ -61,7 +58,7 @@ SCHEMA_V4 = ("CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY AUTOIN
                          f"{event}); " for event in _events(op, cols))
                + f"INSERT INTO namespace_changes VALUES ({'OLD' if op == 'DELETE' else 'NEW'}.namespace, last_insert_rowid()) "
                "ON CONFLICT (namespace) DO UPDATE SET version = excluded.version; END"
-               for table, cols in LOGGED.items() for op in _ROWS))  # statements, not a script: a
+               for table, cols in LOGGED.items() for op in ROW_IMAGES))  # statements, not a script: a
 # trigger's body has semicolons of its own
 
 
