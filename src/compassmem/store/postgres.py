@@ -86,10 +86,8 @@ class PostgresStore(SearchReads, ChangeLog, SharedSQL, PostgresEditing, Postgres
         """SearchReads.derived, in a snapshot of its own when called outside one (the ranking's name lookups
         and the answerer's turn vectors come after the graph's snapshot): what it works out is then kept
         as well, as lexical_search does. Inside a write transaction nothing is kept (`_state`)."""
-        if getattr(self._local, "conn", None) is None:
-            with self.snapshot():
-                return super().derived(namespace, kind, keys, work_out, by_event)
-        return super().derived(namespace, kind, keys, work_out, by_event)
+        with self.snapshot():  # the caller's, when there is one
+            return super().derived(namespace, kind, keys, work_out, by_event)
 
     # ------------------------------------------------------------------ schema
     def _migrate(self, conn: Any) -> None:

@@ -116,23 +116,23 @@ class PostgresIndexes:
         terms = sorted(set(index_terms(text)))
         if not terms or k <= 0:
             return []
-        if getattr(self._local, "conn", None) is None:  # ranking looks names up after the graph's snapshot:
-            with self.snapshot():  # in one of its own, what it reads is kept (equal snapshots, one state)
-                return self.lexical_search(namespace, text, k)
         key = (tuple(terms), k)  # a name looked up by every ask that says it (search/people.py)
-        state = self._state(namespace)
+        # ranking looks names up after the graph's snapshot: in one of its own (snapshot() joins the
+        # caller's when there is one), what it reads is kept (equal snapshots, one state)
+        with self.snapshot():
+            state = self._state(namespace)
 
-        def compute(keys: list) -> dict:
-            if not keys:
-                return {}
-            kept = self._kept_postings(state, namespace) if state is not None else None
-            if kept is None:
-                return {key: self._bm25(namespace, terms, k)}
-            base, ids = kept
-            rowids, scores = base.search(terms, k)
-            return {key: [(ids[int(r)], float(v)) for r, v in zip(rowids, scores)]}
+            def compute(keys: list) -> dict:
+                if not keys:
+                    return {}
+                kept = self._kept_postings(state, namespace) if state is not None else None
+                if kept is None:
+                    return {key: self._bm25(namespace, terms, k)}
+                base, ids = kept
+                rowids, scores = base.search(terms, k)
+                return {key: [(ids[int(r)], float(v)) for r, v in zip(rowids, scores)]}
 
-        return self._reads.fetch(state, namespace, "lexical", [key], compute)[key][:]
+            return self._reads.fetch(state, namespace, "lexical", [key], compute)[key][:]
 
     def _kept_postings(self, state: int, namespace: str) -> tuple[LexicalBase, dict[int, str]] | None:
         """The namespace's postings as an impact base (store/bm25_base.py: the SQLite store's BM25 for large
