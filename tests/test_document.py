@@ -69,6 +69,15 @@ def test_boilerplate_is_left_out_and_chapters_are_sections():
                                       "dawn.", None)  # wrapped lines joined
 
 
+@pytest.mark.parametrize("trailer", ["End of Project Gutenberg's A Small Tale, by Someone",
+                                     "*** END OF THIS PROJECT GUTENBERG EBOOK A SMALL TALE ***",
+                                     "*** END OF THE PROJECT GUTENBERG EBOOK A SMALL TALE ***"])
+def test_each_form_of_the_gutenberg_trailer_ends_the_story(trailer):
+    book = BOOK.split("End of the Project")[0] + trailer + "\n\nSection 1. General Terms of Use and Redistributing\n"
+    text = clean(book)
+    assert text.rstrip().endswith("Anna read it twice and then burned it.") and "Terms of Use" not in text
+
+
 def test_a_script_is_cut_at_its_scene_headings_and_dialogue_is_said_by_its_character():
     found = sections(SCRIPT)
     assert [s.title for s in found] == ["INT. DINER - NIGHT", "EXT. PARKING LOT - CONTINUOUS"]

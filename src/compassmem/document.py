@@ -29,7 +29,9 @@ _HEADING = re.compile(
 _CUE = re.compile(r"^([A-Z][A-Z .'\-]{1,30}?)(?:\s*(\()?(?:V\.O\.|O\.S\.|CONT'D|O\.C\.|cont'd)(?(2)\)))?$")
 _NOT_CUE = re.compile(r"^(?:INT|EXT|CUT|FADE|DISSOLVE|THE END|CONTINUED|TITLE|SUPER|CLOSE|ANGLE|BACK TO)\b")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+")
-_GUTENBERG_END = re.compile(r"^\s*(?:\*\*\*\s*)?End of (?:the )?Project Gutenberg", re.I | re.M)
+# the trailer's first line, as its releases wrote it: "End of Project Gutenberg's X", "End of the Project
+# Gutenberg EBook of X", "*** END OF THIS PROJECT GUTENBERG EBOOK X ***" (older) / "*** END OF THE …" (since 2020)
+_GUTENBERG_END = re.compile(r"^\s*(?:\*\*\*\s*)?End of (?:the |this )?Project Gutenberg", re.I | re.M)
 _GUTENBERG_START = re.compile(r"^\s*\*\*\*\s*START OF (?:THE|THIS) PROJECT GUTENBERG.*$", re.I | re.M)
 _IMSDB_END = re.compile(r"^\s*Writers\s*:\s", re.M)
 _WORDY = re.compile(r"[^\W_]")
