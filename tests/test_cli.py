@@ -67,7 +67,9 @@ def test_ingest_ask_stats_roundtrip(tmp_path):
              "time": "20 May 2023"}]
     data.write_text("\n".join(json.dumps(r) for r in rows))
     db = str(tmp_path / "m.db")
-    assert cli("ingest", str(data), "--db", db, "--format", "jsonl", "--embedder", "hash").returncode == 0
+    r = cli("ingest", str(data), "--db", db, "--format", "jsonl", "--embedder", "hash")
+    assert r.returncode == 0 and "2 steps into me: " in r.stdout
+    assert f'ask it: compassmem ask "…" -n me --db {db}\n' in r.stdout  # ask reads 'default' unless told; one line to copy
     r = cli("ask", "When did I plant tomatoes?", "--db", db, "-n", "me", "--json")
     assert r.returncode == 0, r.stderr
     answer = json.loads(r.stdout)

@@ -73,8 +73,12 @@ def ingest(
             done = int(bar.tasks[0].completed)
             raise CompassMemError(f"step {done + 1} of {len(dataset.steps)} not ingested "
                                   f"(the {done} before it are saved; re-run to resume): {exc}") from None
-    console.print(f"[green]✓[/] {len(dataset.steps)} steps in {len(dataset.namespaces())} namespace(s): "
-                  f"{totals['new']} new events, {totals['merged']} merged → {escape(db)}")
+    names = dataset.namespaces()
+    into = ", ".join(names[:3]) + (f" … ({len(names)} namespaces)" if len(names) > 3 else "")
+    console.print(f"[green]✓[/] {len(dataset.steps)} step{'s' * (len(dataset.steps) != 1)} into {escape(into)}: "
+                  f"{totals['new']} new event{'s' * (totals['new'] != 1)}, {totals['merged']} merged → {escape(db)}")
+    if names and names != ["default"]:  # ask reads 'default' unless told: say how to reach what was built
+        console.print(f"  ask it: compassmem ask \"…\" -n {escape(names[0])} --db {escape(db)}", soft_wrap=True)
     mem.close()
 
 
