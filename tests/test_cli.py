@@ -67,7 +67,7 @@ def test_ingest_ask_stats_roundtrip(tmp_path):
              "time": "20 May 2023"}]
     data.write_text("\n".join(json.dumps(r) for r in rows))
     db = str(tmp_path / "m.db")
-    r = cli("ingest", str(data), "--db", db, "--format", "jsonl", "--embedder", "hash")
+    r = cli("ingest", str(data), "--db", db, "--embedder", "hash")  # the format told by the name (.jsonl)
     assert r.returncode == 0 and "2 steps into me: " in r.stdout
     assert f'ask it: compassmem ask "…" -n me --db {db}\n' in r.stdout  # ask reads 'default' unless told; one line to copy
     r = cli("ask", "When did I plant tomatoes?", "--db", db, "-n", "me", "--json")

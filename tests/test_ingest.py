@@ -5,7 +5,7 @@ import json
 import pytest
 
 from compassmem.errors import InputError
-from compassmem.ingest import load
+from compassmem.ingest import guess_format, load
 from compassmem.text import sentences
 
 
@@ -66,6 +66,33 @@ def test_unknown_sample_and_format(locomo_path, tmp_path):
         load(tmp_path / "missing.json", "locomo")
 
 
+@pytest.mark.parametrize("name, content, expected", [
+    ("book.txt", "CHAPTER I\n\nAnna lived by the river.", "text"),
+    ("Notes.MD", "# Notes\n\nThe meeting moved to Friday.", "text"),
+    ("chat.json", '[{"sample_id": "c", "conversation": {}}]', "locomo"),
+    ("obs.jsonl", '{"namespace": "a", "step": 1, "id": "o1", "text": "hi"}', "jsonl"),
+    ("rows.jsonl", '\n{"passage": "P", "question": "Q?", "answer": ["A"]}', "narrativeqa"),
+    ("documents.jsonl", '{"document_id": "d1", "title": "T", "text": "Once."}', "narrativeqa-full"),
+])
+def test_the_format_is_told_by_the_name_and_first_line(tmp_path, name, content, expected):
+    p = tmp_path / name
+    p.write_text(content)
+    assert guess_format(p) == expected
+
+
+def test_folders_and_names_that_say_no_format(tmp_path):
+    (tmp_path / "nqa").mkdir()
+    (tmp_path / "nqa" / "documents.jsonl").write_text('{"document_id": "d1", "text": "Once."}')
+    (tmp_path / "beam" / "1").mkdir(parents=True)
+    (tmp_path / "beam" / "1" / "chat.json").write_text("[]")
+    assert guess_format(tmp_path / "nqa") == "narrativeqa-full" and guess_format(tmp_path / "beam") == "beam"
+    (tmp_path / "data.csv").write_text("a,b")
+    for path, message in ((tmp_path / "data.csv", "cannot tell the format of data.csv"),
+                          (tmp_path / "beam" / "1" / "none.txt", "not found"), (tmp_path, "neither")):
+        with pytest.raises(InputError, match=message):
+            load(path)
+
+
 def test_sentence_split():
     assert sentences('He left. "Why?" she asked. Then Dr. Who came.')[:2] == ["He left.", '"Why?" she asked.']
 
@@ -76,7 +103,7 @@ def test_docs_formats_examples_ingest(tmp_path):
     from pathlib import Path
 
     from compassmem import Memory
-    from compassmem.ingest import load
+    from compassmem.ingest import guess_format, load
 
     page = (Path(__file__).parent.parent / "docs" / "formats.md").read_text()
     blocks = re.findall(r"```jsonl?\n(.*?)```", page, re.S)

@@ -330,9 +330,48 @@ def load_jsonl(path: Path) -> Dataset:
     return Dataset(steps, [])
 
 
-def load(path: str | Path, fmt: str, samples: list[str] | None = None,
+TEXT_SUFFIXES = (".txt", ".md", ".text", ".rst")
+
+
+def guess_format(path: Path) -> str:
+    """The format a file's name and first line say, so `ingest book.txt` needs no --format: a folder of
+    documents.jsonl is NarrativeQA on documents, of BEAM chats BEAM; .txt/.md a document; .json LoCoMo;
+    .jsonl observations, or NarrativeQA rows / documents when its first line has their fields."""
+    if path.is_dir():
+        if (path / "documents.jsonl").is_file():
+            return "narrativeqa-full"
+        if (path / "chat.json").is_file() or any((f / "chat.json").is_file() for f in path.iterdir() if f.is_dir()):
+            return "beam"
+        raise InputError(f"{path} is a folder of neither documents.jsonl nor BEAM chats; pass --format "
+                         f"(one of: {', '.join(FORMATS)})")
+    if not path.is_file():
+        raise InputError(f"input file not found: {path}")
+    suffix = path.suffix.lower()
+    if suffix in TEXT_SUFFIXES:
+        return "text"
+    if suffix == ".json":
+        return "locomo"
+    if suffix == ".jsonl":
+        with path.open("rb") as fh:
+            first = next((line for line in fh if line.strip()), b"")
+        try:
+            fields = json.loads(first.decode("utf-8-sig"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            fields = None
+        if isinstance(fields, dict) and {"passage", "question"} <= fields.keys():
+            return "narrativeqa"
+        if isinstance(fields, dict) and {"document_id", "text"} <= fields.keys():
+            return "narrativeqa-full"
+        return "jsonl"
+    raise InputError(f"cannot tell the format of {path.name} from its name; pass --format "
+                     f"(one of: {', '.join(FORMATS)})")
+
+
+def load(path: str | Path, fmt: str | None = None, samples: list[str] | None = None,
          sessions: tuple[int, int] | None = None, limit_docs: int | None = None) -> Dataset:
+    """A file or folder in one of FORMATS (None: guess_format)."""
     p = Path(path)
+    fmt = fmt or guess_format(p)
     if fmt == "locomo":
         return load_locomo(p, samples, sessions)
     if fmt == "narrativeqa":

@@ -38,8 +38,11 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 def ingest(
     path: Path = typer.Argument(..., help="Input file."),
     db: str = DbOpt,
-    format: str = typer.Option(..., "--format", "-f", help="locomo | narrativeqa | jsonl | beam (a BEAM chat folder) | "
-                               "text (a book, script or report) | narrativeqa-full (documents.jsonl + qa.jsonl)"),
+    format: Optional[str] = typer.Option(
+        None, "--format", "-f", help="locomo | narrativeqa | jsonl | beam (a BEAM chat folder) | text (a book, script "
+        "or report) | narrativeqa-full (documents.jsonl + qa.jsonl). Default: from the name — .txt/.md text, .json "
+        "locomo, .jsonl observations (or NarrativeQA rows / documents, by their fields), a folder of "
+        "documents.jsonl or of BEAM chats."),
     sample: Optional[list[str]] = typer.Option(None, "--sample", help="LoCoMo sample id(s), e.g. conv-26; repeatable."),
     sessions: Optional[str] = typer.Option(None, "--sessions", help="LoCoMo session range, e.g. 1-10."),
     limit_docs: Optional[int] = typer.Option(None, "--limit-docs", help="NarrativeQA: first N documents only."),
