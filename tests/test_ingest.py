@@ -103,7 +103,7 @@ def test_docs_formats_examples_ingest(tmp_path):
     from pathlib import Path
 
     from compassmem import Memory
-    from compassmem.ingest import guess_format, load
+    from compassmem.ingest import load
 
     page = (Path(__file__).parent.parent / "docs" / "formats.md").read_text()
     blocks = re.findall(r"```jsonl?\n(.*?)```", page, re.S)
