@@ -65,8 +65,9 @@ def history(
     db: str = DbOpt, namespace: Optional[str] = NsOpt, as_json: bool = JsonOpt,
     user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
 ) -> None:
-    """What happened to an event, oldest first: created, merged, updated, observations deleted, deleted,
-    superseded (a later statement revises it)."""
+    """What happened to an event, oldest first.
+
+    Created, merged, updated, observations deleted, deleted, superseded (a later statement revises it)."""
     mem = open_memory(db, must_exist=True)
     entries = mem.history(event_id, **scope_kwargs(namespace, user_id, agent_id, run_id))
     mem.close()
@@ -122,8 +123,9 @@ def delete(
     yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation."), as_json: bool = JsonOpt,
     user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
 ) -> None:
-    """Delete observations (or events) and everything derived from them, then scan the database files for
-    their text and print the receipt."""
+    """Delete observations (or events) and everything derived from them, then print the receipt.
+
+    The receipt: what went, and a scan of the database files for the deleted text."""
     namespace = write_namespace(namespace, user_id, agent_id, run_id)
     mem = open_memory(db, must_exist=True)
     if not yes and not typer.confirm(f"Delete {len(observation_ids)} observation(s) from '{namespace}' in {db}?"):
@@ -142,8 +144,9 @@ def forget(
     yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation."),
     user_id: Optional[str] = UserOpt, agent_id: Optional[str] = AgentOpt, run_id: Optional[str] = RunOpt,
 ) -> None:
-    """Delete a namespace and everything derived from it (events, relations, topics, vectors, full-text
-    index, cached LLM calls), then scan the database files for its text and print the receipt."""
+    """Delete a namespace and everything derived from it, then print the receipt.
+
+    Events, relations, topics, vectors, full-text index and cached LLM calls go; the files are scanned for its text."""
     if namespace is None and user_id is None and agent_id is None and run_id is None:
         raise InputError("name the namespace to forget (--namespace, or --user-id / --agent-id / --run-id)")
     namespace = write_namespace(namespace, user_id, agent_id, run_id)

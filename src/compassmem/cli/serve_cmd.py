@@ -55,8 +55,9 @@ def mcp(
     llm: str = LlmOpt, embedder: Optional[str] = typer.Option(None, "--embedder", help=EMB_HELP),
     config: Optional[Path] = ConfigOpt, base_url: Optional[str] = BaseUrlOpt, api_key: Optional[str] = KeyOpt,
 ) -> None:
-    """Serve the memory as MCP tools named as the library's methods: add, search, ask, list, get, history,
-    update, delete, forget, namespaces, stats."""
+    """Serve the memory as MCP tools named as the library's methods.
+
+    Tools: add, search, ask, list, get, history, update, delete, forget, namespaces, stats."""
     _need_server_extra()
     if transport not in ("stdio", "http"):
         raise ConfigError(f"--transport must be stdio or http, not '{transport}'")
