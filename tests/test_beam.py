@@ -40,6 +40,8 @@ def test_a_beam_chat_is_read_as_sessions_with_its_questions_grouped_by_ability(t
         ("Which framework do I use?", ["D1:0", "D2:2"], "knowledge_update"),
         ("In what order?", ["D1:0", "D2:2"], "event_ordering")]  # no source ids: abstention is left out
     assert [q.superseded for q in ds.questions] == [["D1:0"], []]  # the statement the update revises
+    one = load(tmp_path / "chats" / "7" / "chat.json")  # the chat's own file, no --format: its folder
+    assert [(s.namespace, s.step) for s in one.steps] == [("beam-7", 1), ("beam-7", 2)]
 
 
 def test_a_folder_that_is_not_beam_is_one_clear_error(tmp_path):

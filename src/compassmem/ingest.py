@@ -210,6 +210,8 @@ def _older(ids: Any) -> list[int]:
 def load_beam(path: Path, samples: list[str] | None = None, sessions: tuple[int, int] | None = None) -> Dataset:
     """BEAM user↔assistant chats: a chat folder, or a folder of them (e.g. BEAM's 100K/), read as LoCoMo
     samples named beam-<folder>. Role/content chats are how most agents hold memory."""
+    if path.name == "chat.json" and path.is_file():
+        path = path.parent
     if (path / "chat.json").is_file():
         folders = [path]
     elif path.is_dir():
@@ -350,7 +352,7 @@ def guess_format(path: Path) -> str:
     if suffix in TEXT_SUFFIXES:
         return "text"
     if suffix == ".json":
-        return "locomo"
+        return "beam" if path.name == "chat.json" else "locomo"  # a BEAM chat's own file names its folder
     if suffix == ".jsonl":
         with path.open("rb") as fh:
             first = next((line for line in fh if line.strip()), b"")
