@@ -337,7 +337,8 @@ TEXT_SUFFIXES = (".txt", ".md", ".text", ".rst")
 
 def guess_format(path: Path) -> str:
     """The format a file's name and first line say, so `ingest book.txt` needs no --format: a folder of
-    documents.jsonl is NarrativeQA on documents, of BEAM chats BEAM; .txt/.md a document; .json LoCoMo;
+    documents.jsonl is NarrativeQA on documents, of BEAM chats BEAM; .txt/.md a document; a BEAM chat's
+    chat.json that chat, another .json LoCoMo;
     .jsonl observations, or NarrativeQA rows / documents when its first line has their fields."""
     if path.is_dir():
         if (path / "documents.jsonl").is_file():
