@@ -69,7 +69,8 @@ def test_unknown_sample_and_format(locomo_path, tmp_path):
 @pytest.mark.parametrize("name, content, expected", [
     ("book.txt", "CHAPTER I\n\nAnna lived by the river.", "text"),
     ("Notes.MD", "# Notes\n\nThe meeting moved to Friday.", "text"),
-    ("chat.json", '[{"sample_id": "c", "conversation": {}}]', "locomo"),
+    ("conv.json", '[{"sample_id": "c", "conversation": {}}]', "locomo"),
+    ("chat.json", "[]", "beam"),  # a BEAM chat's own file
     ("obs.jsonl", '{"namespace": "a", "step": 1, "id": "o1", "text": "hi"}', "jsonl"),
     ("rows.jsonl", '\n{"passage": "P", "question": "Q?", "answer": ["A"]}', "narrativeqa"),
     ("documents.jsonl", '{"document_id": "d1", "title": "T", "text": "Once."}', "narrativeqa-full"),
@@ -86,6 +87,14 @@ def test_folders_and_names_that_say_no_format(tmp_path):
     (tmp_path / "beam" / "1").mkdir(parents=True)
     (tmp_path / "beam" / "1" / "chat.json").write_text("[]")
     assert guess_format(tmp_path / "nqa") == "narrativeqa-full" and guess_format(tmp_path / "beam") == "beam"
+    (tmp_path / "books").mkdir()
+    (tmp_path / "books" / "b.txt").write_text("Bea sailed at dawn.")
+    (tmp_path / "books" / "a.md").write_text("Al stayed home.")
+    (tmp_path / "books" / "notes.csv").write_text("x")
+    ds = load(tmp_path / "books")  # a folder of texts: one namespace each, in name order
+    assert [(s.namespace, s.observations[0].text) for s in ds.steps] == [("a", "Al stayed home."), ("b", "Bea sailed at dawn.")]
+    with pytest.raises(InputError, match="holds no text file"):
+        load(tmp_path / "nqa", "text")
     (tmp_path / "data.csv").write_text("a,b")
     for path, message in ((tmp_path / "data.csv", "cannot tell the format of data.csv"),
                           (tmp_path / "beam" / "1" / "none.txt", "not found"), (tmp_path, "neither")):

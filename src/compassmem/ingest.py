@@ -21,6 +21,7 @@ from .timeutil import iso, parse_date
 from .text import sentences
 
 FORMATS = ("locomo", "narrativeqa", "jsonl", "beam", "text", "narrativeqa-full")
+TEXT_SUFFIXES = (".txt", ".md", ".text", ".rst")  # what `text` reads from a folder, and what its name says
 
 
 @dataclass
@@ -257,11 +258,16 @@ def load_narrativeqa(path: Path, sentences_per_step: int = 8, limit_docs: int | 
 
 def load_text(path: Path) -> Dataset:
     """A plain-text document (a book, a script, a report) as one namespace named after the file, cut at
-    its own structure (document.py)."""
+    its own structure (document.py); a folder of them, one namespace each, in name order."""
     from .document import steps
 
-    title = path.stem
-    return Dataset([StepInput(title, n, obs, None) for n, obs in steps(_read_text(path), title, title)], [])
+    files = [path]
+    if path.is_dir():
+        files = sorted(f for f in path.iterdir() if f.is_file() and f.suffix.lower() in TEXT_SUFFIXES)
+        if not files:
+            raise InputError(f"{path} holds no text file ({', '.join(TEXT_SUFFIXES)})")
+    return Dataset([StepInput(f.stem, n, obs, None) for f in files
+                    for n, obs in steps(_read_text(f), f.stem, f.stem)], [])
 
 
 def load_narrativeqa_full(path: Path, samples: list[str] | None = None, limit_docs: int | None = None) -> Dataset:
@@ -332,12 +338,10 @@ def load_jsonl(path: Path) -> Dataset:
     return Dataset(steps, [])
 
 
-TEXT_SUFFIXES = (".txt", ".md", ".text", ".rst")
-
-
 def guess_format(path: Path) -> str:
     """The format a file's name and first line say, so `ingest book.txt` needs no --format: a folder of
-    documents.jsonl is NarrativeQA on documents, of BEAM chats BEAM; .txt/.md a document; a BEAM chat's
+    documents.jsonl is NarrativeQA on documents, of BEAM chats BEAM, of .txt/.md files documents; .txt/.md a
+    document; a BEAM chat's
     chat.json that chat, another .json LoCoMo;
     .jsonl observations, or NarrativeQA rows / documents when its first line has their fields."""
     if path.is_dir():
@@ -345,8 +349,10 @@ def guess_format(path: Path) -> str:
             return "narrativeqa-full"
         if (path / "chat.json").is_file() or any((f / "chat.json").is_file() for f in path.iterdir() if f.is_dir()):
             return "beam"
-        raise InputError(f"{path} is a folder of neither documents.jsonl nor BEAM chats; pass --format "
-                         f"(one of: {', '.join(FORMATS)})")
+        if any(f.suffix.lower() in TEXT_SUFFIXES for f in path.iterdir() if f.is_file()):
+            return "text"
+        raise InputError(f"{path} is a folder of neither documents.jsonl, BEAM chats nor text files; pass "
+                         f"--format (one of: {', '.join(FORMATS)})")
     if not path.is_file():
         raise InputError(f"input file not found: {path}")
     suffix = path.suffix.lower()

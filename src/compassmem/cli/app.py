@@ -42,7 +42,7 @@ def ingest(
         None, "--format", "-f", help="locomo | narrativeqa | jsonl | beam (a BEAM chat folder) | text (a book, script "
         "or report) | narrativeqa-full (documents.jsonl + qa.jsonl). Default: from the name — .txt/.md text, .json "
         "locomo, .jsonl observations (or NarrativeQA rows / documents, by their fields), a folder of "
-        "documents.jsonl or of BEAM chats."),
+        "documents.jsonl, of BEAM chats or of text files."),
     sample: Optional[list[str]] = typer.Option(None, "--sample", help="LoCoMo sample id(s), e.g. conv-26; repeatable."),
     sessions: Optional[str] = typer.Option(None, "--sessions", help="LoCoMo session range, e.g. 1-10."),
     limit_docs: Optional[int] = typer.Option(None, "--limit-docs", help="NarrativeQA: first N documents only."),
