@@ -9,7 +9,9 @@ recall@B for the chat sets), for each method named:
   or of the whole memory ("flat"), scored by cosine to the question + α · cosine to those 3 passages,
   the best m moved in after the 5th (a second hop seeded by the first);
 - cover: the question's content words the first 5 passages lack; the (at most 2) passages among the next
-  100 that carry most of them moved in after the 5th (a gap query over what was found).
+  100 that carry most of them moved in after the 5th (a gap query over what was found);
+- fuse: reciprocal-rank fusion (k = 10) of the method's ranking with `hybrid_speaker`'s for the same
+  question, the flat list weighted w (what a flat retriever would add to the graph's ranking).
 
     python scripts/rerank-probe.py --out bench-out/nqa-full8 --methods compassmem,hybrid_speaker
     python scripts/rerank-probe.py --out bench-out/b-locomo --methods compassmem,hybrid_speaker --probes cover
@@ -99,11 +101,19 @@ def cover(ns: Namespace, ranking: list[str], question: str) -> list[str]:
     return moved_in(ranking, [o for _, o in carriers[:2]], 5)
 
 
+def fused(ranking: list[str], other: list[str], weight: float, k: int = 10) -> list[str]:
+    score: dict[str, float] = {}
+    for w, ranked in ((1.0, ranking), (weight, other)):
+        for i, o in enumerate(ranked):
+            score[o] = score.get(o, 0.0) + w / (k + i)
+    return sorted(score, key=lambda o: -score[o])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="a `bench` output folder")
     ap.add_argument("--methods", default="compassmem,hybrid_speaker")
-    ap.add_argument("--probes", default="window,hop,cover", help="which re-orderings, comma-separated")
+    ap.add_argument("--probes", default="window,hop,cover,fuse", help="which re-orderings, comma-separated")
     ap.add_argument("--budget", type=int, default=1000)
     args = ap.parse_args()
     rows = [json.loads(line) for line in (args.out / "results.jsonl").open()]
@@ -119,6 +129,10 @@ def main() -> None:
                      ("hop flat", lambda ns, r, q: hop(ns, r["ranking"], q, False))]
     if "cover" in probes:
         variants += [("cover", lambda ns, r, q: cover(ns, r["ranking"], r["question"]))]
+    flat = {r["qid"]: r["ranking"] for r in rows if r["method"] == "hybrid_speaker"}
+    if "fuse" in probes and flat:
+        variants += [(f"fuse {w}", lambda ns, r, q, w=w: fused(r["ranking"], flat.get(r["qid"], []), w))
+                     for w in (0.1, 0.2, 0.3)]
     for method in args.methods.split(","):
         mine = [r for r in rows if r["method"] == method]
         queries = memory.embedder.embed([r["question"] for r in mine]) if "hop" in probes else [None] * len(mine)
