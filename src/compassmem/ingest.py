@@ -208,18 +208,28 @@ def _older(ids: Any) -> list[int]:
     return [i for key in OLDER_KEYS for i in _flat(ids.get(key))]
 
 
-def load_beam(path: Path, samples: list[str] | None = None, sessions: tuple[int, int] | None = None) -> Dataset:
-    """BEAM user↔assistant chats: a chat folder, or a folder of them (e.g. BEAM's 100K/), read as LoCoMo
-    samples named beam-<folder>. Role/content chats are how most agents hold memory."""
+def _beam_chats(path: Path) -> list[Path]:
+    """The BEAM chat folders at path: a chat's chat.json or its folder (that one), else the folders under
+    it that hold a chat.json, in number order; [] for a folder without any."""
     if path.name == "chat.json" and path.is_file():
         path = path.parent
     if (path / "chat.json").is_file():
-        folders = [path]
-    elif path.is_dir():
-        folders = sorted((f for f in path.iterdir() if (f / "chat.json").is_file()),
-                         key=lambda f: (not f.name.isdigit(), int(f.name) if f.name.isdigit() else 0, f.name))
-    else:
+        return [path]
+    return sorted((f for f in path.iterdir() if (f / "chat.json").is_file()),
+                  key=lambda f: (not f.name.isdigit(), int(f.name) if f.name.isdigit() else 0, f.name))
+
+
+def _text_files(folder: Path) -> list[Path]:
+    """The documents of a folder `text` reads, in name order."""
+    return sorted(f for f in folder.iterdir() if f.is_file() and f.suffix.lower() in TEXT_SUFFIXES)
+
+
+def load_beam(path: Path, samples: list[str] | None = None, sessions: tuple[int, int] | None = None) -> Dataset:
+    """BEAM user↔assistant chats: a chat folder (or its chat.json), or a folder of them (e.g. BEAM's
+    100K/), read as LoCoMo samples named beam-<folder>. Role/content chats are how most agents hold memory."""
+    if not path.is_dir() and not (path.name == "chat.json" and path.is_file()):
         raise InputError(f"BEAM input not found: {path} (a chat folder with chat.json, or a folder of them)")
+    folders = _beam_chats(path)
     if not folders:
         raise InputError(f"{path} holds no BEAM chat folder (a folder with chat.json)")
     return _locomo_samples([_beam_chat(f) for f in folders], path, samples, sessions)
@@ -263,7 +273,7 @@ def load_text(path: Path) -> Dataset:
 
     files = [path]
     if path.is_dir():
-        files = sorted(f for f in path.iterdir() if f.is_file() and f.suffix.lower() in TEXT_SUFFIXES)
+        files = _text_files(path)
         if not files:
             raise InputError(f"{path} holds no text file ({', '.join(TEXT_SUFFIXES)})")
     return Dataset([StepInput(f.stem, n, obs, None) for f in files
@@ -339,17 +349,16 @@ def load_jsonl(path: Path) -> Dataset:
 
 
 def guess_format(path: Path) -> str:
-    """The format a file's name and first line say, so `ingest book.txt` needs no --format: a folder of
-    documents.jsonl is NarrativeQA on documents, of BEAM chats BEAM, of .txt/.md files documents; .txt/.md a
-    document; a BEAM chat's
-    chat.json that chat, another .json LoCoMo;
-    .jsonl observations, or NarrativeQA rows / documents when its first line has their fields."""
+    """The format a file's name and first line say, so `ingest book.txt` needs no --format. A folder: of
+    documents.jsonl, NarrativeQA on documents; of BEAM chats, BEAM; of .txt/.md files, documents. A file:
+    .txt/.md a document; a BEAM chat's chat.json that chat, another .json LoCoMo; .jsonl observations, or
+    NarrativeQA rows / documents when its first line has their fields."""
     if path.is_dir():
         if (path / "documents.jsonl").is_file():
             return "narrativeqa-full"
-        if (path / "chat.json").is_file() or any((f / "chat.json").is_file() for f in path.iterdir() if f.is_dir()):
+        if _beam_chats(path):
             return "beam"
-        if any(f.suffix.lower() in TEXT_SUFFIXES for f in path.iterdir() if f.is_file()):
+        if _text_files(path):
             return "text"
         raise InputError(f"{path} is a folder of neither documents.jsonl, BEAM chats nor text files; pass "
                          f"--format (one of: {', '.join(FORMATS)})")
