@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from compassmem import Memory
+from compassmem.bench.methods import rrf
 from compassmem.bench.metrics import answer_recall_at_budget, recall_at_budget
 from compassmem.embed.base import dots
 from compassmem.search.graph import approx_tokens
@@ -101,14 +102,6 @@ def cover(ns: Namespace, ranking: list[str], question: str) -> list[str]:
     return moved_in(ranking, [o for _, o in carriers[:2]], 5)
 
 
-def fused(ranking: list[str], other: list[str], weight: float, k: int = 10) -> list[str]:
-    score: dict[str, float] = {}
-    for w, ranked in ((1.0, ranking), (weight, other)):
-        for i, o in enumerate(ranked):
-            score[o] = score.get(o, 0.0) + w / (k + i)
-    return sorted(score, key=lambda o: -score[o])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="a `bench` output folder")
@@ -131,7 +124,8 @@ def main() -> None:
         variants += [("cover", lambda ns, r, q: cover(ns, r["ranking"], r["question"]))]
     flat = {r["qid"]: r["ranking"] for r in rows if r["method"] == "hybrid_speaker"}
     if "fuse" in probes and flat:
-        variants += [(f"fuse {w}", lambda ns, r, q, w=w: fused(r["ranking"], flat.get(r["qid"], []), w))
+        variants += [(f"fuse {w}", lambda ns, r, q, w=w: rrf([r["ranking"], flat.get(r["qid"], [])], k=10,
+                                                                    weights=[1.0, w], key=str))
                      for w in (0.1, 0.2, 0.3)]
     for method in args.methods.split(","):
         mine = [r for r in rows if r["method"] == method]
@@ -142,7 +136,7 @@ def main() -> None:
                 if r["namespace"] not in spaces:
                     spaces[r["namespace"]] = Namespace(memory, r["namespace"])
                 ns = spaces[r["namespace"]]
-                ranked = [o for o in reorder(ns, {**r, "ranking": [o for o in r["ranking"] if o in ns.text]}, q)]
+                ranked = reorder(ns, {**r, "ranking": [o for o in r["ranking"] if o in ns.text]}, q)
                 if chats:
                     score = recall_at_budget(r["gold_evidence"], [(o, ns.tokens[o]) for o in ranked], args.budget)
                 else:

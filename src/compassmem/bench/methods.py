@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol, TypeVar
 
 import numpy as np
 
@@ -185,16 +185,21 @@ class BM25Turns(_Answering):
         return self.respond(question, self.rank(namespace, question)[:RANKING_DEPTH], t0, hand=self.k)
 
 
-def rrf(rankings: list[list[Observation]], k: int = 60, weights: list[float] | None = None) -> list[Observation]:
+T = TypeVar("T")
+
+
+def rrf(rankings: list[list[T]], k: int = 60, weights: list[float] | None = None,
+        key: Callable[[T], str] = lambda o: o.id) -> list[T]:
     """Reciprocal-rank fusion: each list adds weight / (k + rank) to an item's score (Cormack et al. 2009;
     the fusion Graphiti and most hybrid retrievers use; weights 1 by default). Ties keep the first list's
-    order."""
+    order. Items are Observations, or anything `key` names (scripts/rerank-probe.py fuses stored ids)."""
     score: dict[str, float] = {}
-    first: dict[str, Observation] = {}
+    first: dict[str, T] = {}
     for ranking, weight in zip(rankings, weights or [1.0] * len(rankings)):
         for rank, o in enumerate(ranking, 1):
-            score[o.id] = score.get(o.id, 0.0) + weight / (k + rank)
-            first.setdefault(o.id, o)
+            oid = key(o)
+            score[oid] = score.get(oid, 0.0) + weight / (k + rank)
+            first.setdefault(oid, o)
     order = {oid: i for i, oid in enumerate(first)}
     return [first[oid] for oid in sorted(score, key=lambda x: (-score[x], order[x]))]
 
