@@ -91,3 +91,33 @@ def test_the_disk_cache_embeds_each_text_once_across_instances_and_takes_seeded_
     assert second.seed([("w", np.ones(16, np.float32).tobytes()), ("bad size", b"1234")]) == 1
     assert np.allclose(second.embed(["w"])[0], 1.0) and "w" not in inner.seen
     assert len(second) == 3 and second.embed([]).shape == (0, 16)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_the_haystack_command_builds_answers_and_resumes_on_either_store(files, tmp_path, backend, request):
+    from typer.testing import CliRunner
+
+    from compassmem.cli.app import app
+
+    path, _ = files
+    out = tmp_path / "out"
+    args = ["bench", "haystack", "--data", str(path), "--samples", "t", "--pool", f"locomo:{path}", "--turns", "0,5",
+            "--methods", "compassmem,bm25_turns", "--embedder", "hash", "--out", str(out)]
+    if backend == "postgres":
+        args += ["--pg", request.getfixturevalue("pg_url")]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    rows = json.loads((out / "haystack.json").read_text())
+    alone, buried = ([r for r in rows if (r["distractor_turns"] > 0) == big] for big in (False, True))
+    assert [r["method"] for r in alone] == [r["method"] for r in buried] == ["compassmem", "bm25_turns"]
+    assert buried[0]["distractor_turns"] >= 5  # whole sessions of the pool, at least as many turns as asked
+    assert {r["backend"] for r in rows} == {backend} and all(r["recall@1000"] is not None for r in rows)
+    alone, buried = alone[0]["events"], buried[0]["events"]
+    assert 0 < alone < buried  # the distractors' sessions are events of the same memory
+    assert (out / "n5" / "memory-events.db").is_file() == (backend == "sqlite")
+    again = CliRunner().invoke(app, args)  # a rerun answers nothing again and builds nothing again
+    assert again.exit_code == 0, again.output
+    def same(r: dict) -> dict:  # all but the rerun process's own peak memory
+        return {k: v for k, v in r.items() if k != "peak_rss_mb"}
+
+    assert [same(r) for r in json.loads((out / "haystack.json").read_text())] == [same(r) for r in rows]

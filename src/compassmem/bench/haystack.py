@@ -170,9 +170,20 @@ def seed_cache(embedder: str, memories: list[Path]) -> int:
     return added
 
 
+def memory_facts(db: str | Path) -> dict:
+    """What a size's memory holds, for the summary: its events over every namespace (a SQLite file or a
+    PostgreSQL URL alike)."""
+    from ..store import open_store
+
+    store = open_store(db)
+    try:
+        return {"events": sum(store.event_count(ns) for ns in store.namespaces())}
+    finally:
+        store.close()
+
+
 def summary(out: Path) -> list[dict]:
     """Per haystack size and method: recall at budgets and ask latency, from each size's results."""
-    import sqlite3
     import statistics
 
     rows = []
@@ -185,16 +196,16 @@ def summary(out: Path) -> list[dict]:
             r = json.loads(line)
             by.setdefault(r["method"], []).append(r)
         facts = json.loads((folder / "facts.json").read_text())
-        events = None
-        if (folder / "memory-events.db").is_file():
-            conn = sqlite3.connect(f"file:{folder / 'memory-events.db'}?mode=ro", uri=True)
-            events = conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
-            conn.close()
+        memory = json.loads((folder / "memory.json").read_text()) if (folder / "memory.json").is_file() else {}
+        events = memory.get("events")
+        if events is None and (folder / "memory-events.db").is_file():  # a folder from before memory.json
+            events = memory_facts(folder / "memory-events.db")["events"]
         rss = json.loads((folder / "rss.json").read_text()) if (folder / "rss.json").is_file() else {}
         for method, rs in by.items():
             row = {"distractor_turns": sum(f.get("distractor_turns", 0) for f in facts),
                    "distinct_texts": sum(f.get("distinct_texts", 0) for f in facts) or None, "events": events,
-                   "method": method, "n": len(rs), "peak_rss_mb": rss.get("peak_rss_mb")}
+                   "method": method, "n": len(rs), "peak_rss_mb": rss.get("peak_rss_mb"),
+                   "backend": memory.get("backend", "sqlite")}
             for b in (500, 1000, 2000):
                 vals = [r[f"recall@{b}"] for r in rs if r.get(f"recall@{b}") is not None]
                 row[f"recall@{b}"] = round(100 * statistics.mean(vals), 2) if vals else None

@@ -17,3 +17,14 @@ def fresh_database(server: str, name: str) -> str:
         conn.execute(f"DROP DATABASE IF EXISTS {name}")
         conn.execute(f"CREATE DATABASE {name}")
     return database_url(server, name)
+
+
+def existing_database(server: str, name: str) -> str:
+    """Database `name` on the server, created if it is missing and kept if it is there (a resumed run
+    finds the steps it already built); its URL."""
+    import psycopg
+
+    with psycopg.connect(server, autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+            conn.execute(f"CREATE DATABASE {name}")
+    return database_url(server, name)

@@ -248,13 +248,17 @@ def haystack(data: Path = DataOpt, out: Path = OutOpt,
              methods: str = typer.Option("compassmem,hybrid_people,dense_turns,bm25_turns", "--methods", help=METHODS_HELP),
              embedder: str = typer.Option("minilm", "--embedder"),
              seed_from: list[Path] = typer.Option([], "--seed-from", help="Memories built with the same embedder whose "
-                                                  "stored turn vectors fill the embedding cache (no re-embedding).")) -> None:
+                                                  "stored turn vectors fill the embedding cache (no re-embedding)."),
+             pg: Optional[str] = typer.Option(None, "--pg", help="A PostgreSQL server URL: each size's memory in its "
+                                              "database haystack_<n> there (kept for a rerun) instead of SQLite; "
+                                              "not with chunks100.")) -> None:
     """A conversation buried among N turns of other real text said by the same two people on the same
     dates: recall at budgets next to the conversation alone, ask latency, peak memory (resumable; each
     text is embedded once into out/embeddings.db)."""
     import os
 
-    from ..bench.haystack import conversation_pool, document_pool, seed_cache, summary, write_haystack
+    from ..bench.haystack import conversation_pool, document_pool, memory_facts, seed_cache, summary, write_haystack
+    from ..bench.pgdb import existing_database
     from ..bench.scale import peak_rss_mb
     from ..errors import InputError
 
@@ -275,9 +279,12 @@ def haystack(data: Path = DataOpt, out: Path = OutOpt,
     for n in _ints(turns, "--turns"):
         file, facts = write_haystack(data, wanted, sources, n, out / f"n{n}")
         console.print(f"[bold]{n} distractor turns[/]: {escape(str(facts))}")
+        db = existing_database(pg, f"haystack_{n}") if pg else None
         _run("locomo", file, out / f"n{n}", samples, None, methods, "none", embedder, None, None, None, None, None,
-             10, None)
+             10, None, db)
         (out / f"n{n}" / "rss.json").write_text(json.dumps({"peak_rss_mb": peak_rss_mb()}))  # the process's, so far
+        memory = {"backend": "postgres" if pg else "sqlite", **memory_facts(db or out / f"n{n}" / "memory-events.db")}
+        (out / f"n{n}" / "memory.json").write_text(json.dumps(memory))
     (out / "haystack.json").write_text(json.dumps(summary(out), indent=2))
     console.print(f"[green]✓[/] {escape(str(out))}/haystack.json")
 
