@@ -282,7 +282,9 @@ def haystack(data: Path = DataOpt, out: Path = OutOpt,
         db = existing_database(pg, f"haystack_{n}") if pg else None
         _run("locomo", file, out / f"n{n}", samples, None, methods, "none", embedder, None, None, None, None, None,
              10, None, db)
-        (out / f"n{n}" / "rss.json").write_text(json.dumps({"peak_rss_mb": peak_rss_mb()}))  # the process's, so far
+        rss = out / f"n{n}" / "rss.json"
+        if not rss.is_file():  # the process's peak so far; a rerun that finds the size finished builds nothing
+            rss.write_text(json.dumps({"peak_rss_mb": peak_rss_mb()}))
         memory = {"backend": "postgres" if pg else "sqlite", **memory_facts(db or out / f"n{n}" / "memory-events.db")}
         (out / f"n{n}" / "memory.json").write_text(json.dumps(memory))
     (out / "haystack.json").write_text(json.dumps(summary(out), indent=2))
