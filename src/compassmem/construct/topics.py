@@ -217,7 +217,7 @@ def recluster(store: Store, namespace: str, settings: ConstructionSettings, name
         if t.id not in names.values():
             store.delete_topic(namespace, t.id)
     changed: dict[str, str] = {}
-    llm_labels = 0
+    clusters = []  # (topic id, members, centroid, the central members to label it from, or None: label kept)
     for c in range(k):
         rows_c = np.flatnonzero(labels == c)
         if c not in names:
@@ -227,12 +227,19 @@ def recluster(store: Store, namespace: str, settings: ConstructionSettings, name
         members = [ids[r] for r in rows_c]
         changed.update((eid, tid) for eid in members if current.get(eid) != tid)
         centre = l2_normalise(mat[rows_c].mean(axis=0))
+        relabel = set(members) != old_members.get(tid) or not old_labels.get(tid)
+        sample = [ids[r] for r in _central_members(mat, rows_c, centre, label_members)] if relabel else None
+        clusters.append((tid, members, centre, sample))
+    # every sample in one read: a statement per event was most of a re-clustering on PostgreSQL
+    wanted = [eid for *_, sample in clusters if sample for eid in sample]
+    read = {e.id: e for e in store.get_events(namespace, wanted, keep=False)[0]} if wanted else {}
+    llm_labels = 0
+    for tid, members, centre, sample in clusters:
         label = old_labels.get(tid, "")
-        if set(members) != old_members.get(tid) or not label:
+        if sample is not None:
             use_llm = namer.uses_model and llm_labels < max_llm_labels
             llm_labels += int(use_llm)
-            sample = [store.get_event(namespace, ids[r]) for r in _central_members(mat, rows_c, centre, label_members)]
-            label = namer.label(tid, [e for e in sample if e is not None], model=use_llm)
+            label = namer.label(tid, [read[eid] for eid in sample if eid in read], model=use_llm)
         store.put_topic(Topic(id=tid, namespace=namespace, label=label, size=len(members)), centre)
     store.set_event_topics(namespace, changed)
     return k

@@ -55,19 +55,22 @@ class PostgresIndexes:
         select = (f"SELECT id, {col} FROM {table} WHERE namespace=%s AND {col} IS NOT NULL "
                   f"ORDER BY {cast} <=> %s::vector({self._dim})")
         exact_sql = select + ", rowid LIMIT %s"
-        sql = exact_sql if scan else select + " LIMIT %s"
+        sql = select + " LIMIT %s"
         q = np.asarray(query, np.float32)
         with self._conn() as c:
-            with c.transaction():  # SET LOCAL inside a step's transaction is undone below, not at its commit
-                c.execute("SET LOCAL hnsw.ef_search = %s" % max(40, min(1000, 2 * want)))
-                if scan:
-                    c.execute("SET LOCAL enable_indexscan = off")
-                rows = c.execute(sql, (namespace, q, want), binary=True).fetchall()
-                if not scan and len(rows) < min(k, want):  # a filtered HNSW walk can come back short
-                    c.execute("SET LOCAL enable_indexscan = off")
-                    rows = c.execute(exact_sql, (namespace, q, want), binary=True).fetchall()
-                c.execute("SET LOCAL enable_indexscan TO DEFAULT")
-                c.execute("SET LOCAL hnsw.ef_search TO DEFAULT")
+            if scan:  # one statement: pgvector's index serves only an order by distance alone, so the second
+                # key makes this read every row of the namespace whatever the planner settings (a savepoint
+                # and four SETs around it were most of an ingest's nearest-neighbour time)
+                rows = c.execute(exact_sql, (namespace, q, want), binary=True).fetchall()
+            else:
+                with c.transaction():  # SET LOCAL inside a step's transaction is undone below, not at its commit
+                    c.execute("SET LOCAL hnsw.ef_search = %s" % max(40, min(1000, 2 * want)))
+                    rows = c.execute(sql, (namespace, q, want), binary=True).fetchall()
+                    if len(rows) < min(k, want):  # a filtered HNSW walk can come back short
+                        c.execute("SET LOCAL enable_indexscan = off")
+                        rows = c.execute(exact_sql, (namespace, q, want), binary=True).fetchall()
+                        c.execute("SET LOCAL enable_indexscan TO DEFAULT")
+                    c.execute("SET LOCAL hnsw.ef_search TO DEFAULT")
         if not rows:
             return []
         sims = dots(self._matrix_of([r[1] for r in rows]), l2_normalise(q))
