@@ -253,6 +253,7 @@ class Constructor:
         cross: list[Relation] = []
         written: dict[str, tuple[Event, np.ndarray]] = {}  # the step's events, written together below
         changes: list[tuple[str, str, str, int | None, list[str], str | None]] = []
+        topic_ids = topic_ops.TopicIds(store, namespace)
         for i, (event, vec, decisions) in enumerate(zip(draft.events, draft.event_vecs, plan.decisions)):
             if decisions[0].kind == "merge":
                 tid = decisions[0].target.id
@@ -264,7 +265,7 @@ class Constructor:
                 final_id[i] = fused.id
                 record.events_merged += 1
                 continue
-            event.topic_id = topic_ops.assign_online(store, namespace, event, vec, s, labels)
+            event.topic_id = topic_ops.assign_online(store, namespace, event, vec, s, labels, topic_ids)
             written[event.id] = (event, vec)
             changes.append((namespace, event.id, "created", step, event.observation_ids, event.summary))
             final_id[i] = event.id

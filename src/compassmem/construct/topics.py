@@ -120,9 +120,24 @@ def _next_topic_id(store: Store, namespace: str) -> int:
     return max(nums, default=-1) + 1
 
 
+class TopicIds:
+    """A step's new topic ids: the namespace's topics are read once, at the first new topic, not once per new
+    event (a read of every topic each time, a round trip on PostgreSQL). Only for one write transaction."""
+
+    def __init__(self, store: Store, namespace: str) -> None:
+        self.store, self.namespace, self.next = store, namespace, None
+
+    def take(self) -> str:
+        if self.next is None:
+            self.next = _next_topic_id(self.store, self.namespace)
+        self.next += 1
+        return f"t{self.next - 1}"
+
+
 def assign_online(store: Store, namespace: str, event: Event, vec: np.ndarray, settings: ConstructionSettings,
-                  namer: DeferredLabels) -> str:
-    """Join the most similar topic when its centroid is within δ, else open a new topic."""
+                  namer: DeferredLabels, ids: TopicIds | None = None) -> str:
+    """Join the most similar topic when its centroid is within δ, else open a new topic (its id from `ids`,
+    the step's, else read now)."""
     best = store.search_topics(namespace, vec, 1)
     if best and best[0][1] >= settings.topic_delta:
         found = store.get_topic(namespace, best[0][0])
@@ -130,7 +145,7 @@ def assign_online(store: Store, namespace: str, event: Event, vec: np.ndarray, s
             old, centre = found
             store.put_topic(old.model_copy(update={"size": old.size + 1}), l2_normalise(centre * old.size + vec))
             return old.id
-    tid = f"t{_next_topic_id(store, namespace)}"
+    tid = (ids or TopicIds(store, namespace)).take()
     store.put_topic(Topic(id=tid, namespace=namespace, label=namer.label(tid, [event]), size=1), vec)
     return tid
 
