@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -245,3 +246,22 @@ def test_a_memory_of_few_large_steps_still_gets_a_topic_layer(tmp_path):
         assert all(e.topic_id for e in mem.events("n"))
     assert counts[0][0] > 2 * counts[0][1]  # the schedule alone: more than twice the topics k-means makes
     assert counts[2.0][0] <= 2 * counts[2.0][1]
+
+
+def test_a_steps_new_topics_get_fresh_ids_from_one_read_of_the_topics(tmp_path):
+    """TopicIds: the next free ids after the namespace's highest, read once a step, never one handed out twice."""
+    from compassmem.construct.topics import TopicIds
+
+    mem = Memory(tmp_path / "t.db", embedder="hash")
+    mem.add(["a turn about gardening", "another about databases"], namespace="n", step=1)
+    highest = max(int(t.id[1:]) for t in mem.store.topics("n"))
+    reads = []
+    real = mem.store.topics
+    mem.store.topics = lambda ns: reads.append(ns) or real(ns)  # count the reads
+    ids = TopicIds(mem.store, "n")
+    assert [ids.take() for _ in range(3)] == [f"t{highest + 1}", f"t{highest + 2}", f"t{highest + 3}"]
+    assert reads == ["n"]
+    mem.store.topics = real
+    mem.add(["words shared by nothing: zeugma", "quixotic syzygy", "onomatopoeia"], namespace="n", step=2)
+    members = Counter(e.topic_id for e in mem.events("n"))  # an id handed out twice: two events, a size of 1
+    assert {t.id: t.size for t in mem.store.topics("n")} == dict(members)
