@@ -229,10 +229,12 @@ class Constructor:
         version = self._version(namespace)
         decisions: list[list[FusionDecision]] = []
         judge_calls = 0
-        for event, vec in zip(draft.events, draft.event_vecs):
-            found = store.search_events(namespace, vec, s.judge_candidates + 8) if version else []
-            stored = {e.id: e for e in store.get_events(namespace, [eid for eid, _ in found])[0]}
-            candidates = [(stored.get(eid), sim) for eid, sim in found]
+        found = [store.search_events(namespace, vec, s.judge_candidates + 8) if version else []
+                 for vec in draft.event_vecs]
+        wanted = list(dict.fromkeys(eid for hits in found for eid, _ in hits))  # one read for the step's candidates
+        stored = {e.id: e for e in store.get_events(namespace, wanted)[0]} if wanted else {}
+        for event, hits in zip(draft.events, found):
+            candidates = [(stored.get(eid), sim) for eid, sim in hits]
             candidates = [(e, sim) for e, sim in candidates if e is not None and e.step < event.step]
             d, used = decide(event, candidates, self.roles.judge, s,
                              s.max_judge_calls_per_step - judge_calls if judge else 0)
