@@ -265,3 +265,20 @@ def test_a_steps_new_topics_get_fresh_ids_from_one_read_of_the_topics(tmp_path):
     mem.add(["words shared by nothing: zeugma", "quixotic syzygy", "onomatopoeia"], namespace="n", step=2)
     members = Counter(e.topic_id for e in mem.events("n"))  # an id handed out twice: two events, a size of 1
     assert {t.id: t.size for t in mem.store.topics("n")} == dict(members)
+
+
+def test_reclustering_for_drift_keeps_the_geometric_schedule(tmp_path):
+    """Past k = max_topics nearly every new event opens a topic, so the drift rule alone would re-cluster
+    every few steps (each pass over every event); it waits for the same growth as the schedule."""
+    from compassmem.config import Settings
+
+    settings = Settings.load(**{"construction.max_topics": 4, "construction.events_per_topic": 2})
+    mem = Memory(tmp_path / "d.db", embedder="hash", settings=settings)
+    rng = np.random.default_rng(1)
+    for step in range(1, 41):  # rare words in every turn: events no topic centroid is near
+        mem.add([" ".join(f"w{rng.integers(10**6)}" for _ in range(8)) for _ in range(3)], namespace="d", step=step)
+    records = mem.store.steps.all("d")
+    events = {r.step: sum(x.events_new for x in records if x.step <= r.step) for r in records}
+    done = [r.step for r in records if r.topics_reclustered]
+    assert len(done) >= 4  # the rule still fires
+    assert all(events[b] >= 1.25 * events[a] for a, b in zip(done, done[1:])), (done, [events[s] for s in done])

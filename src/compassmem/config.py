@@ -36,7 +36,8 @@ class ConstructionSettings(BaseModel):
     recluster_drift: float = Field(2.0, ge=0, le=100, description="re-cluster off schedule too once the namespace "
                                    "has more than this many times the topics k-means would make (0: never, the "
                                    "paper's): a memory of a few large steps (a 100-turn chat session a step) never "
-                                   "reaches step T, and online assignment at δ opens a topic for nearly every event")
+                                   "reaches step T, and online assignment at δ opens a topic for nearly every event; "
+                                   "it waits for recluster_growth like the schedule, so the cost stays linear")
     max_topics: int = Field(50, ge=2, description="upper bound of k at re-clustering")
     events_per_topic: int = Field(5, ge=1, description="k = max(2, min(⌊n / this⌋, max_topics))")
     max_event_turns: int = Field(6, ge=1, description="turns per event: offline segmenter and uncovered-turn repair")

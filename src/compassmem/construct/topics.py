@@ -154,16 +154,17 @@ def due(store: Store, namespace: str, settings: ConstructionSettings) -> bool:
     """Whether this step (not yet recorded) re-clusters: every T steps, and only once the namespace holds
     `recluster_growth` times the events it held at the last re-clustering. Geometric growth bounds the
     total re-clustering work by a constant times the final size (each pass is O(n)). Off that schedule,
-    when the topics have drifted to more than `recluster_drift` times k: BEAM's chats are three steps of
-    ~100 turns, and their layer had one topic per event (57 topics for 58 events)."""
-    if settings.recluster_drift:
-        events = store.event_count(namespace)
+    when the topics have drifted to more than `recluster_drift` times k — BEAM's chats are three steps of
+    ~100 turns, and their layer had one topic per event (57 topics for 58 events) — under the same growth
+    rule: past k = max_topics online assignment opens a topic for nearly every new event, and without it
+    a namespace of 10 K events re-clustered every ninth step (209 passes over a 40 K-turn haystack)."""
+    last = store.meta.get(f"clustered_events/{namespace}")
+    events = store.event_count(namespace)
+    grown = last is None or events >= settings.recluster_growth * int(last)
+    if settings.recluster_drift and grown:
         if len(store.topics(namespace)) > settings.recluster_drift * n_clusters(events, settings):
             return True
-    if (store.steps.count(namespace) + 1) % settings.recluster_every:
-        return False
-    last = store.meta.get(f"clustered_events/{namespace}")
-    return last is None or store.event_count(namespace) >= settings.recluster_growth * int(last)
+    return grown and not (store.steps.count(namespace) + 1) % settings.recluster_every
 
 
 def _warm_start(store: Store, namespace: str, topics: list[Topic], mat: np.ndarray, k: int) -> np.ndarray:
