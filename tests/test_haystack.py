@@ -118,3 +118,17 @@ def test_the_haystack_command_builds_answers_and_resumes_on_either_store(files, 
     again = CliRunner().invoke(app, args)  # a rerun answers nothing again and builds nothing again
     assert again.exit_code == 0, again.output
     assert json.loads((out / "haystack.json").read_text()) == rows  # the build's peak memory too, not the rerun's
+
+
+
+@pytest.mark.parametrize("make", ["existing_database", "fresh_database"])
+def test_a_postgresql_server_that_cannot_be_reached_is_one_line(tmp_path, make):
+    """--pg of bench haystack / scale / load: the CLI prints a CompassMemError as one line (cli/app.py)."""
+    from compassmem.bench import pgdb
+    from compassmem.errors import StoreError
+
+    pytest.importorskip("psycopg")
+    url = f"postgresql://me:secret@/postgres?host={tmp_path}/no-server"
+    with pytest.raises(StoreError, match="cannot use the PostgreSQL server: ") as caught:
+        getattr(pgdb, make)(url, "haystack_5")
+    assert "\n" not in str(caught.value) and "secret" not in str(caught.value)
