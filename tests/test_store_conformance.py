@@ -114,8 +114,14 @@ def test_relations_topics_and_membership(store):
     assert {e.topic_id for e in store.events("a")} == {"t0"}
     assert store.event_topics("a") == {"e1": "t0", "e2": "t0"} and store.event_topics("b") == {}
     assert store.topic_matrix("a")[0] == ["t0"]
-    store.delete_topic("a", "t0")
+    store.delete_topics("a", ["t0"])
     assert store.topics("a") == [] and store.topic_matrix("a")[0] == []
+    store.put_topics([(Topic(id=f"t{i}", namespace="a", label=f"l{i}", size=i), _vec(i)) for i in (1, 2, 3)])
+    store.put_topics([(Topic(id="t2", namespace="a", label="again", size=9), _vec(4))])  # an upsert
+    assert [(t.id, t.label, t.size) for t in store.topics("a")] == [("t1", "l1", 1), ("t2", "again", 9), ("t3", "l3", 3)]
+    assert store.search_topics("a", _vec(4), 1)[0][0] == "t2"
+    store.delete_topics("a", ["t1", "t3", "nope"])
+    assert [t.id for t in store.topics("a")] == ["t2"] and store.topic_matrix("a")[0] == ["t2"]
 
 
 def test_relations_of_returns_every_relation_touching_the_events(store):
@@ -464,3 +470,43 @@ def test_postgres_builds_hnsw_once_a_namespace_is_large_and_still_finds_the_near
         assert "events_hnsw" in " ".join(r[0] for r in plan), plan
     finally:
         store.close()
+
+
+def test_nearest_events_follow_every_write_even_another_connections(store, request, tmp_path):
+    """PostgreSQL keeps a namespace's event vectors across writes and reads only what the change log names
+    (store/kept_vectors.py); whatever is written — new events, a changed vector, a deletion, the namespace
+    deleted and made again by another connection — the nearest events must be a fresh store's."""
+    other = BACKENDS[request.node.callspec.params["store"]](request, tmp_path)
+    try:
+        qs = [_vec(100 + i, 16) for i in range(4)]
+
+        def nearest(s):
+            with s.snapshot():
+                return [[e for e, _ in s.search_events("a", q, 3)] for q in qs]
+
+        def same():
+            fresh = BACKENDS[request.node.callspec.params["store"]](request, tmp_path)
+            try:
+                assert nearest(store) == nearest(store) == nearest(fresh)  # twice: the second may be kept
+            finally:
+                fresh.close()
+
+        store.ensure_namespace("a")
+        store.add_observations(_obs())
+        store.put_events([_event(f"e{i}") for i in range(6)], np.stack([_vec(i, 16) for i in range(6)]))
+        same()
+        store.put_events([_event(f"e{i}") for i in range(6, 9)], np.stack([_vec(i, 16) for i in range(6, 9)]))
+        same()
+        store.put_event(_event("e2"), qs[0])  # a vector changed: e2 now answers the first query
+        same()
+        assert nearest(store)[0][0] == "e2"
+        store.delete_events("a", ["e2", "e7"])
+        same()
+        other.delete_namespace("a")  # another connection: this store's log says nothing of the lost rows
+        other.ensure_namespace("a")
+        other.add_observations(_obs())
+        other.put_events([_event("e1"), _event("e30")], np.stack([_vec(1, 16), qs[1]]))
+        same()
+        assert nearest(store)[1][0] == "e30" and {e for r in nearest(store) for e in r} == {"e1", "e30"}
+    finally:
+        other.close()

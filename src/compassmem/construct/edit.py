@@ -177,14 +177,10 @@ class Editor:
         if action == "observations_deleted":  # evidence may cite a turn of a third event (fused drafts)
             for r in store.relations_citing(namespace, sorted(touched)):
                 store.add_relation(r.model_copy(update={"evidence": [x for x in r.evidence if x not in touched]}))
-        removed_topics = 0
-        for tid, state in plan.topics.items():
-            if state is None:
-                store.delete_topic(namespace, tid)
-                removed_topics += 1
-            else:
-                store.put_topic(*state)
-        receipt.removed["topics"] = removed_topics
+        gone = [tid for tid, state in plan.topics.items() if state is None]
+        store.delete_topics(namespace, gone)
+        store.put_topics([state for state in plan.topics.values() if state is not None])
+        receipt.removed["topics"] = len(gone)
         # in the same transaction: a crash right after the commit must not leave cached prompts holding the text
         receipt.removed["llm_cache"] = store.cache.drop(namespace)
 

@@ -229,10 +229,11 @@ class Constructor:
         version = self._version(namespace)
         decisions: list[list[FusionDecision]] = []
         judge_calls = 0
-        found = [store.search_events(namespace, vec, s.judge_candidates + 8) if version else []
-                 for vec in draft.event_vecs]
-        wanted = list(dict.fromkeys(eid for hits in found for eid, _ in hits))  # one read for the step's candidates
-        stored = {e.id: e for e in store.get_events(namespace, wanted)[0]} if wanted else {}
+        with store.snapshot():  # one state for the step's lookups: PostgreSQL then scans its kept vectors
+            found = [store.search_events(namespace, vec, s.judge_candidates + 8) if version else []
+                     for vec in draft.event_vecs]
+            wanted = list(dict.fromkeys(eid for hits in found for eid, _ in hits))  # one read for the candidates
+            stored = {e.id: e for e in store.get_events(namespace, wanted)[0]} if wanted else {}
         for event, hits in zip(draft.events, found):
             candidates = [(stored.get(eid), sim) for eid, sim in hits]
             candidates = [(e, sim) for e, sim in candidates if e is not None and e.step < event.step]

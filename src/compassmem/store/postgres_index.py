@@ -29,7 +29,7 @@ POSTINGS_KEPT_BELOW = 500_000
 
 class PostgresIndexes:
     """Needs from its host: _q, _x, _conn, _local, _dim, _counts, _matrix_of, _table_matrix, _reads,
-    _state, _scans, transaction, snapshot, meta, prune_changes."""
+    _kept_vectors, _changed, _state, _scans, transaction, snapshot, meta, prune_changes."""
 
     def _search(self, namespace: str, kind: str, query: np.ndarray, k: int, exact: bool = True) -> list[tuple[str, float]]:
         """pgvector proposes candidates by cosine distance (HNSW; an exhaustive scan below EXACT_BELOW rows, as
@@ -45,17 +45,18 @@ class PostgresIndexes:
         rows = self._rows_in(namespace, table)
         scan = rows < EXACT_BELOW  # as SQLite: no ANN for small namespaces
         state = self._state(namespace) if rows < KEPT_BELOW else None
-        if state is not None and self._worth_keeping(state, namespace, kind):
+        if state is not None and (kind == "events" and self._kept_vectors.has(namespace, kind)
+                                  or self._worth_keeping(state, namespace, kind)):
             return self._scan(state, namespace, kind, np.asarray(query, np.float32), k)
         want = max(2 * k, k + 16)
-        cast = f"{col}::vector({self._dim})"
-        # the ANN path orders by distance alone: a second sort key (rowid) keeps the planner from walking the
-        # HNSW index and makes it cast and sort every row of the namespace (160 ms at 64 K rows). Candidates
-        # are re-scored and tie-broken below, so the exact path's rowid order is all that ties need
-        select = (f"SELECT id, {col} FROM {table} WHERE namespace=%s AND {col} IS NOT NULL "
-                  f"ORDER BY {cast} <=> %s::vector({self._dim})")
-        exact_sql = select + ", rowid LIMIT %s"
-        sql = select + " LIMIT %s"
+        # the ANN path orders by distance alone, on the expression the HNSW index is built over (the column
+        # cast to its dimension); the exact path adds a second sort key (rowid), which keeps the planner from
+        # walking the index and makes it sort every row of the namespace (160 ms at 64 K rows), and compares
+        # the column as it is stored: the cast per row was a third of a 1 K-event scan. Candidates are
+        # re-scored and tie-broken below, so the exact path's rowid order is all that ties need
+        select = f"SELECT id, {col} FROM {table} WHERE namespace=%s AND {col} IS NOT NULL ORDER BY "
+        exact_sql = select + f"{col} <=> %s::vector, rowid LIMIT %s"
+        sql = select + f"{col}::vector({self._dim}) <=> %s::vector({self._dim}) LIMIT %s"
         q = np.asarray(query, np.float32)
         with self._conn() as c:
             if scan:  # one statement: pgvector's index serves only an order by distance alone, so the second
@@ -95,11 +96,34 @@ class PostgresIndexes:
         def read(keys: list) -> dict:
             return {key: self._table_matrix(namespace, kind) for key in keys}
 
-        ids, mat = self._reads.fetch(state, namespace, "vectors", [kind], read)[kind]
+        if kind == "events":  # kept across writes, brought up to date from the change log (kept_vectors.py)
+            ids, mat = self._kept_vectors.get(namespace, kind, state, lambda: self._vector_rows(namespace, kind),
+                                              lambda old, new: self._changed_vector_rows(namespace, kind, old, new))
+        else:  # an observation or topic written is not named in the log by its own id
+            ids, mat = self._reads.fetch(state, namespace, "vectors", [kind], read)[kind]
         if not ids:
             return []
         sims = dots(mat, l2_normalise(query))
         return [(ids[i], float(sims[i])) for i in top_k(sims, k)]
+
+    def _vector_rows(self, namespace: str, kind: str, ids: list[str] | None = None) -> list[tuple[int, str, np.ndarray]]:
+        """(rowid, id, normalised vector) of a kind's rows with a vector, in rowid order; only `ids` if given."""
+        table, col = _KINDS[kind]
+        some = "" if ids is None else " AND id = ANY(%s)"
+        rows = self._q(f"SELECT rowid, id, {col} FROM {table} WHERE namespace=%s AND {col} IS NOT NULL{some} "
+                       "ORDER BY rowid", (namespace,) if ids is None else (namespace, ids))
+        mat = self._matrix_of([r[2] for r in rows])
+        return [(r[0], r[1], mat[i]) for i, r in enumerate(rows)]
+
+    def _changed_vector_rows(self, namespace: str, kind: str, old: int, new: int):
+        """What KeptVectors needs to go from state `old` to `new` (this snapshot's): the rows of the events
+        written in between, their ids, and the namespace's count of vectors; None when the log cannot say."""
+        touched = self._changed(namespace, old, new)
+        if touched is None:
+            return None
+        table, col = _KINDS[kind]
+        count = self._q(f"SELECT COUNT(*) FROM {table} WHERE namespace=%s AND {col} IS NOT NULL", (namespace,))[0][0]
+        return (self._vector_rows(namespace, kind, sorted(touched)) if touched else []), touched, count
 
     def _rows_in(self, namespace: str, table: str) -> int:
         """A namespace's row count in a table, remembered for a few seconds (it only decides exact vs ANN)."""

@@ -265,16 +265,21 @@ class SQLiteStore(SearchReads, ChangeLog, SharedSQL, SQLiteEditing, SQLiteIndexe
 
     # ------------------------------------------------------------------ topics
     def put_topic(self, topic: Topic, centroid: np.ndarray) -> None:
-        with self.transaction():
-            rowid = self._exec("INSERT INTO topics VALUES (?,?,?,?,?) ON CONFLICT(namespace, id) DO UPDATE SET "
-                               "label=excluded.label, size=excluded.size, centroid=excluded.centroid RETURNING rowid",
-                               (topic.namespace, topic.id, topic.label, topic.size, _blob(centroid))).fetchone()[0]
-            self._log(topic.namespace, "topics", rowid)
+        self.put_topics([(topic, centroid)])
 
-    def delete_topic(self, namespace: str, topic_id: str) -> None:
+    def put_topics(self, topics: list[tuple[Topic, np.ndarray]]) -> None:
         with self.transaction():
-            for (rowid,) in self._rows("DELETE FROM topics WHERE namespace=? AND id=? RETURNING rowid",
-                                       (namespace, topic_id)):
-                self._log(namespace, "topics", rowid)
+            for topic, centroid in topics:
+                rowid = self._exec("INSERT INTO topics VALUES (?,?,?,?,?) ON CONFLICT(namespace, id) DO UPDATE SET "
+                                   "label=excluded.label, size=excluded.size, centroid=excluded.centroid RETURNING rowid",
+                                   (topic.namespace, topic.id, topic.label, topic.size, _blob(centroid))).fetchone()[0]
+                self._log(topic.namespace, "topics", rowid)
+
+    def delete_topics(self, namespace: str, topic_ids: list[str]) -> None:
+        with self.transaction():
+            for topic_id in topic_ids:
+                for (rowid,) in self._rows("DELETE FROM topics WHERE namespace=? AND id=? RETURNING rowid",
+                                           (namespace, topic_id)):
+                    self._log(namespace, "topics", rowid)
 
     _vector = staticmethod(_unblob)  # a stored vector as float32 (store/shared.py get_topic)

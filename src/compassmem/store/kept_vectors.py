@@ -1,0 +1,100 @@
+"""A namespace's event vectors kept in memory across writes, brought up to date from the change log.
+
+PostgreSQL answers an exact nearest-neighbour query by casting and comparing every row of the namespace
+in SQL: about 1 ms per thousand events, for each of a construction step's ~10 fusion lookups and again
+for the next step, so a 15 K-event namespace spent most of an ingest step scanning. The store's
+ReadCache (row_cache.py) keeps a matrix for one namespace state only, and ingest changes the state with
+every step. Here the matrix outlives the state: a newer state reads only the events the change log says
+were written in between (store/changes.py), one statement for a step's dozen rows, and a count of the
+namespace's vectors in the same snapshot checks the result (a namespace deleted and made again leaves
+no log rows for the events it lost), falling back to reading everything.
+
+Rows stay in rowid order, so ties rank as the SQL scan ranks them. Bounded: past MAX_ROWS vectors in
+all, the namespace used least recently is dropped first.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+MAX_ROWS = 100_000  # ~150 MB at 384 dimensions
+Rows = list[tuple[int, str, np.ndarray]]  # (rowid, id, normalised vector)
+
+
+@dataclass(frozen=True)
+class _Kept:
+    state: int
+    rowids: np.ndarray
+    ids: list[str]
+    mat: np.ndarray
+
+
+class KeptVectors:
+    """Per (namespace, kind): the state it reflects, rowids, ids and the normalised matrix. Thread-safe:
+    an update builds new arrays, so a caller keeps using what it was handed."""
+
+    def __init__(self, max_rows: int = MAX_ROWS) -> None:
+        self.max_rows = max_rows
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple[str, str], _Kept] = OrderedDict()
+
+    def has(self, namespace: str, kind: str) -> bool:
+        with self._lock:
+            return (namespace, kind) in self._kept
+
+    def get(self, namespace: str, kind: str, state: int, read_all: Callable[[], Rows],
+            read_changed: Callable[[int, int], tuple[Rows, set[str], int] | None]) -> tuple[list[str], np.ndarray]:
+        """(ids, matrix) as of `state`. `read_changed(old state, state)`: the rows of the events written in
+        between that still have a vector, those events' ids, and the namespace's count of vectors; None
+        when the log cannot say. `read_all()`: every row, in rowid order."""
+        key = (namespace, kind)
+        with self._lock:
+            old = self._kept.get(key)
+            if old is not None:
+                self._kept.move_to_end(key)
+        if old is not None and old.state == state:
+            return old.ids, old.mat
+        new = self._delta(old, state, read_changed) if old is not None and state > old.state else None
+        if new is None:
+            rows = read_all()
+            new = _Kept(state, np.fromiter((r[0] for r in rows), np.int64, len(rows)), [r[1] for r in rows],
+                        np.stack([r[2] for r in rows]) if rows else np.zeros((0, 0), np.float32))
+        with self._lock:
+            current = self._kept.get(key)
+            if current is None or current.state <= state:  # another thread may have stored a newer state
+                self._kept[key] = new
+                self._kept.move_to_end(key)
+                self._trim()
+        return new.ids, new.mat
+
+    @staticmethod
+    def _delta(old: _Kept, state: int, read_changed) -> _Kept | None:
+        got = read_changed(old.state, state)
+        if got is None:
+            return None
+        rows, touched, count = got
+        keep = np.fromiter((i not in touched for i in old.ids), bool, len(old.ids))
+        rowids = np.concatenate([old.rowids[keep], np.fromiter((r[0] for r in rows), np.int64, len(rows))])
+        if len(rowids) != count:  # the log missed something: read everything
+            return None
+        ids = [i for i, k in zip(old.ids, keep) if k] + [r[1] for r in rows]
+        parts = [old.mat[keep]] if len(old.ids) else []
+        mat = np.concatenate(parts + [np.stack([r[2] for r in rows])]) if rows else old.mat[keep]
+        order = np.argsort(rowids, kind="stable")
+        return _Kept(state, rowids[order], [ids[i] for i in order], mat[order])
+
+    def _trim(self) -> None:
+        total = sum(len(k.ids) for k in self._kept.values())
+        while total > self.max_rows and len(self._kept) > 1:
+            _, dropped = self._kept.popitem(last=False)
+            total -= len(dropped.ids)
+
+    def forget(self, namespace: str) -> None:
+        with self._lock:
+            for key in [k for k in self._kept if k[0] == namespace]:
+                del self._kept[key]
