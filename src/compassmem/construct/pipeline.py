@@ -249,7 +249,6 @@ class Constructor:
         and a model's labels after the commit)."""
         store, s = self.store, self.settings
         store.ensure_namespace(namespace)
-        store.add_observations(observations, draft.obs_vecs)
         record = StepRecord(namespace=namespace, step=step, content_hash=digest, observations=len(observations))
         drafts_rel = draft.relations
         final_id: dict[int, str] = {}
@@ -261,8 +260,9 @@ class Constructor:
             if decisions[0].kind == "merge":
                 tid = decisions[0].target.id
                 target = (written[tid][0] if tid in written else store.get_event(namespace, tid)) or decisions[0].target
-                span = store.get_observations(namespace, target.observation_ids + event.observation_ids)
-                fused = merge_into(target, event, {o.id: (o.step, o.seq) for o in span})
+                order = {o.id: (o.step, o.seq) for o in store.get_observations(namespace, target.observation_ids)}
+                order.update((o.id, (o.step, o.seq)) for o in observations)  # the step's own, not written yet
+                fused = merge_into(target, event, order)
                 written[fused.id] = (fused, self.embedder.embed([fused.embed_text()])[0])
                 changes.append((namespace, fused.id, "merged", step, event.observation_ids, event.summary))
                 final_id[i] = fused.id
@@ -279,6 +279,10 @@ class Constructor:
                                           target=event.id, type=d.relation_type or "related_to", origin="cross_step",
                                           confidence=round(max(0.0, min(1.0, d.sim)), 3), step=step,
                                           evidence=d.target.observation_ids[:1] + event.observation_ids[:1]))
+        # the step's turns are written once their events are known, each with its event: set afterwards, every
+        # row was written twice (on PostgreSQL a second row version and HNSW entry per turn)
+        store.add_observations(observations, draft.obs_vecs,
+                               {oid: final_id[i] for i, e in enumerate(draft.events) for oid in e.observation_ids})
         if written:
             store.put_events([e for e, _ in written.values()], np.stack([v for _, v in written.values()]))
         store.history.add_many(changes)

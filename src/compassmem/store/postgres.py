@@ -185,8 +185,10 @@ class PostgresStore(SearchReads, ChangeLog, SharedSQL, PostgresEditing, Postgres
         return removed
 
     # ------------------------------------------------------------------ observations
-    def add_observations(self, observations: list[Observation], embeddings: np.ndarray | None = None) -> None:
+    def add_observations(self, observations: list[Observation], embeddings: np.ndarray | None = None,
+                         owners: dict[str, str] | None = None) -> None:
         """Upserts with their postings, in a few batched statements (one round trip each, not four per row)."""
+        owners = owners or {}
         if embeddings is not None and len(embeddings):
             self._ensure_dim(embeddings[0])
         obs_rows, postings, speakers = [], {}, set()
@@ -195,7 +197,7 @@ class PostgresStore(SearchReads, ChangeLog, SharedSQL, PostgresEditing, Postgres
             counts, length = _terms(o.text, meta)
             vec = np.asarray(embeddings[i], np.float32) if embeddings is not None else None
             obs_rows.append((o.namespace, o.id, o.step, o.seq, o.speaker, o.text, o.time, o.date, meta,
-                             o.ingested_at, vec, length))
+                             o.ingested_at, vec, length, owners.get(o.id)))
             postings.setdefault(o.namespace, {})[o.id] = (counts, length)
             if o.speaker:
                 speakers.add((o.namespace, o.speaker))
@@ -208,11 +210,11 @@ class PostgresStore(SearchReads, ChangeLog, SharedSQL, PostgresEditing, Postgres
                 totals[namespace] = (len(by_id) - len(before),
                                      sum(n for _, n in by_id.values()) - sum(before.values()))
             cur.executemany("INSERT INTO observations (namespace,id,step,seq,speaker,text,time,date,meta,ingested_at,"
-                            "embedding,doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (namespace, id) "
-                            "DO UPDATE SET step=excluded.step, seq=excluded.seq, speaker=excluded.speaker, "
+                            "embedding,doc_len,event) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT "
+                            "(namespace, id) DO UPDATE SET step=excluded.step, seq=excluded.seq, speaker=excluded.speaker, "
                             "text=excluded.text, time=excluded.time, date=excluded.date, meta=excluded.meta, "
-                            "ingested_at=excluded.ingested_at, embedding=excluded.embedding, doc_len=excluded.doc_len",
-                            obs_rows)
+                            "ingested_at=excluded.ingested_at, embedding=excluded.embedding, doc_len=excluded.doc_len, "
+                            "event=COALESCE(excluded.event, observations.event)", obs_rows)
             self._put_postings(cur, postings)
             for namespace, (docs, length) in totals.items():
                 self._add_to_totals(namespace, docs, length)
@@ -276,8 +278,11 @@ class PostgresStore(SearchReads, ChangeLog, SharedSQL, PostgresEditing, Postgres
                   json.dumps(e.observation_ids), e.topic_id, json.dumps(e.history), np.asarray(v, np.float32))
                  for e, v in zip(events, embeddings)])
             if owner:
+                # only rows whose event changes: a row rewritten is a new row version with new entries in every
+                # index, HNSW included (a step's UPDATE of its merged events' old turns was 159 ms at 40 K turns)
                 c.execute("UPDATE observations o SET event = v.event FROM unnest(%s::text[], %s::text[], %s::text[]) "
-                          "AS v(namespace, id, event) WHERE o.namespace = v.namespace AND o.id = v.id",
+                          "AS v(namespace, id, event) WHERE o.namespace = v.namespace AND o.id = v.id "
+                          "AND o.event IS DISTINCT FROM v.event",
                           ([ns for ns, _ in owner], [oid for _, oid in owner], list(owner.values())))
 
     # ------------------------------------------------------------------ topics

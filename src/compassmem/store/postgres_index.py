@@ -13,7 +13,7 @@ from ..embed.base import dots, l2_normalise
 from ..text import index_terms
 from . import bm25_base
 from .bm25_base import LexicalBase
-from .postgres_schema import hnsw_indexes
+from .postgres_schema import hnsw_index
 from .postgres_values import _terms
 from .rows import KINDS as _KINDS
 from .vectors import top_k
@@ -225,15 +225,16 @@ class PostgresIndexes:
         if rows >= max(1000, 2 * analysed):
             self._x("ANALYZE observations, terms, events, relations, topics")
             self.meta.set(f"analysed/{namespace}", str(rows))
-        if self.meta.get("hnsw_indexes"):
+        if self.meta.get("hnsw_indexes"):  # a database an earlier version indexed has all three
             return
-        if max(self._rows_in(namespace, table) for table, _ in _KINDS.values()) < EXACT_BELOW:
-            return
-        with self.transaction():  # under the writers' lock: one process builds them
-            if not self.meta.get("hnsw_indexes"):
-                for sql in hnsw_indexes(self._dim):
-                    self._x(sql)
-                self.meta.set("hnsw_indexes", "1")
+        for table, col in _KINDS.values():  # each kind's graph only once it is large: a 40 K-turn namespace of
+            # 11 K events paid an HNSW insert for every event and topic written, and searched neither by it
+            if self.meta.get(f"hnsw/{table}") or self._rows_in(namespace, table) < EXACT_BELOW:
+                continue
+            with self.transaction():  # under the writers' lock: one process builds it
+                if not self.meta.get(f"hnsw/{table}"):
+                    self._x(hnsw_index(table, col, self._dim))
+                    self.meta.set(f"hnsw/{table}", "1")
 
     def check_indexes(self, namespace: str) -> list[str]:
         problems: list[str] = []

@@ -107,8 +107,7 @@ CREATE TABLE IF NOT EXISTS namespace_changes (namespace TEXT PRIMARY KEY, versio
 """ + "".join(_logged(table, columns, op) for table, columns in LOGGED.items() for op in ROW_IMAGES)}
 
 
-def hnsw_indexes(dim: int) -> list[str]:
-    """pgvector HNSW (cosine) indexes for each vector kind, built once a namespace is large (refresh_indexes); queries
-    cast to vector(dim) so the planner can use them."""
-    return [f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (({col}::vector({dim})) vector_cosine_ops)"
-            for table, col in (("observations", "embedding"), ("events", "embedding"), ("topics", "centroid"))]
+def hnsw_index(table: str, col: str, dim: int) -> str:
+    """A pgvector HNSW (cosine) index for one vector kind, built once a namespace holds EXACT_BELOW rows of it
+    (refresh_indexes); queries cast to vector(dim) so the planner can use it."""
+    return f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (({col}::vector({dim})) vector_cosine_ops)"

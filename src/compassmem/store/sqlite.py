@@ -210,19 +210,22 @@ class SQLiteStore(SearchReads, ChangeLog, SharedSQL, SQLiteEditing, SQLiteIndexe
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # ------------------------------------------------------------------ observations
-    def add_observations(self, observations: list[Observation], embeddings: np.ndarray | None = None) -> None:
+    def add_observations(self, observations: list[Observation], embeddings: np.ndarray | None = None,
+                         owners: dict[str, str] | None = None) -> None:
+        owners = owners or {}
         with self.transaction():
             tokens: dict[str, str | None] = {}
             for i, o in enumerate(observations):
                 vec = _blob(embeddings[i]) if embeddings is not None else None
                 meta = json.dumps(o.meta)
                 rowid = self._exec(
-                    "INSERT INTO observations (namespace,id,step,seq,speaker,text,time,date,meta,ingested_at,embedding) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(namespace, id) DO UPDATE SET step=excluded.step, "
+                    "INSERT INTO observations (namespace,id,step,seq,speaker,text,time,date,meta,ingested_at,embedding,"
+                    "event) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(namespace, id) DO UPDATE SET step=excluded.step, "
                     "seq=excluded.seq, speaker=excluded.speaker, text=excluded.text, time=excluded.time, "
                     "date=excluded.date, meta=excluded.meta, ingested_at=excluded.ingested_at, "
-                    "embedding=excluded.embedding RETURNING rowid",
-                    (o.namespace, o.id, o.step, o.seq, o.speaker, o.text, o.time, o.date, meta, o.ingested_at, vec),
+                    "embedding=excluded.embedding, event=COALESCE(excluded.event, observations.event) RETURNING rowid",
+                    (o.namespace, o.id, o.step, o.seq, o.speaker, o.text, o.time, o.date, meta, o.ingested_at, vec,
+                     owners.get(o.id)),
                 ).fetchone()[0]
                 if o.namespace not in tokens:
                     tokens[o.namespace] = self._token(o.namespace)
