@@ -5,9 +5,10 @@ in SQL: about 1 ms per thousand events, for each of a construction step's ~10 fu
 for the next step, so a 15 K-event namespace spent most of an ingest step scanning. The store's
 ReadCache (row_cache.py) keeps a matrix for one namespace state only, and ingest changes the state with
 every step. Here the matrix outlives the state: a newer state reads only the events the change log says
-were written in between (store/changes.py), one statement for a step's dozen rows, and a count of the
-namespace's vectors in the same snapshot checks the result (a namespace deleted and made again leaves
-no log rows for the events it lost), falling back to reading everything.
+were written in between (store/changes.py), one statement for a step's dozen rows. The log says nothing
+of a namespace deleted and made again by another connection (its rows go with it), so the matrix also
+remembers the namespace's identity (its creation time and the database's count of namespaces deleted)
+and reads everything when that differs.
 
 Rows stay in rowid order, so ties rank as the SQL scan ranks them. Bounded: past MAX_ROWS vectors in
 all, the namespace used least recently is dropped first.
@@ -18,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Hashable
 
 import numpy as np
 
@@ -29,6 +30,7 @@ Rows = list[tuple[int, str, np.ndarray]]  # (rowid, id, normalised vector)
 @dataclass(frozen=True)
 class _Kept:
     state: int
+    identity: Hashable
     rowids: np.ndarray
     ids: list[str]
     mat: np.ndarray
@@ -47,11 +49,11 @@ class KeptVectors:
         with self._lock:
             return (namespace, kind) in self._kept
 
-    def get(self, namespace: str, kind: str, state: int, read_all: Callable[[], Rows],
-            read_changed: Callable[[int, int], tuple[Rows, set[str], int] | None]) -> tuple[list[str], np.ndarray]:
+    def get(self, namespace: str, kind: str, state: int, read_all: Callable[[], tuple[Rows, Hashable]],
+            read_changed: Callable[[int, int], tuple[Rows, set[str], Hashable] | None]) -> tuple[list[str], np.ndarray]:
         """(ids, matrix) as of `state`. `read_changed(old state, state)`: the rows of the events written in
-        between that still have a vector, those events' ids, and the namespace's count of vectors; None
-        when the log cannot say. `read_all()`: every row, in rowid order."""
+        between that still have a vector, those events' ids, and the namespace's identity; None when the
+        log cannot say. `read_all()`: every row, in rowid order, and the namespace's identity."""
         key = (namespace, kind)
         with self._lock:
             old = self._kept.get(key)
@@ -61,8 +63,8 @@ class KeptVectors:
             return old.ids, old.mat
         new = self._delta(old, state, read_changed) if old is not None and state > old.state else None
         if new is None:
-            rows = read_all()
-            new = _Kept(state, np.fromiter((r[0] for r in rows), np.int64, len(rows)), [r[1] for r in rows],
+            rows, identity = read_all()
+            new = _Kept(state, identity, np.fromiter((r[0] for r in rows), np.int64, len(rows)), [r[1] for r in rows],
                         np.stack([r[2] for r in rows]) if rows else np.zeros((0, 0), np.float32))
         with self._lock:
             current = self._kept.get(key)
@@ -77,16 +79,16 @@ class KeptVectors:
         got = read_changed(old.state, state)
         if got is None:
             return None
-        rows, touched, count = got
+        rows, touched, identity = got
+        if identity != old.identity:  # deleted and made again: the log has no rows of what it lost
+            return None
         keep = np.fromiter((i not in touched for i in old.ids), bool, len(old.ids))
         rowids = np.concatenate([old.rowids[keep], np.fromiter((r[0] for r in rows), np.int64, len(rows))])
-        if len(rowids) != count:  # the log missed something: read everything
-            return None
         ids = [i for i, k in zip(old.ids, keep) if k] + [r[1] for r in rows]
         parts = [old.mat[keep]] if len(old.ids) else []
         mat = np.concatenate(parts + [np.stack([r[2] for r in rows])]) if rows else old.mat[keep]
         order = np.argsort(rowids, kind="stable")
-        return _Kept(state, rowids[order], [ids[i] for i in order], mat[order])
+        return _Kept(state, identity, rowids[order], [ids[i] for i in order], mat[order])
 
     def _trim(self) -> None:
         total = sum(len(k.ids) for k in self._kept.values())

@@ -179,6 +179,10 @@ class PostgresStore(SearchReads, ChangeLog, SharedSQL, PostgresEditing, Postgres
             self._x("DELETE FROM namespaces WHERE name=%s", (namespace,))
             self._x("DELETE FROM meta WHERE key=%s", (f"clustered_events/{namespace}",))
             self._forget_changes(namespace)  # its name goes too
+            # any namespace deleted: what other connections keep of one made again under its name is stale
+            # (kept_vectors.py), and its log rows are gone; a count, so no deleted name stays behind
+            self._x("INSERT INTO meta VALUES ('namespaces_deleted', '1') ON CONFLICT (key) DO UPDATE "
+                    "SET value = (meta.value::bigint + 1)::text")
             self._kept_vectors.forget(namespace)
         removed["index_files"] = 0
         self.compact(namespace)

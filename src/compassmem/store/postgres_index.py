@@ -97,7 +97,8 @@ class PostgresIndexes:
             return {key: self._table_matrix(namespace, kind) for key in keys}
 
         if kind == "events":  # kept across writes, brought up to date from the change log (kept_vectors.py)
-            ids, mat = self._kept_vectors.get(namespace, kind, state, lambda: self._vector_rows(namespace, kind),
+            ids, mat = self._kept_vectors.get(namespace, kind, state,
+                                              lambda: (self._vector_rows(namespace, kind), self._identity(namespace)),
                                               lambda old, new: self._changed_vector_rows(namespace, kind, old, new))
         else:  # an observation or topic written is not named in the log by its own id
             ids, mat = self._reads.fetch(state, namespace, "vectors", [kind], read)[kind]
@@ -117,13 +118,17 @@ class PostgresIndexes:
 
     def _changed_vector_rows(self, namespace: str, kind: str, old: int, new: int):
         """What KeptVectors needs to go from state `old` to `new` (this snapshot's): the rows of the events
-        written in between, their ids, and the namespace's count of vectors; None when the log cannot say."""
+        written in between, their ids, and the namespace's identity; None when the log cannot say."""
         touched = self._changed(namespace, old, new)
         if touched is None:
             return None
-        table, col = _KINDS[kind]
-        count = self._q(f"SELECT COUNT(*) FROM {table} WHERE namespace=%s AND {col} IS NOT NULL", (namespace,))[0][0]
-        return (self._vector_rows(namespace, kind, sorted(touched)) if touched else []), touched, count
+        return (self._vector_rows(namespace, kind, sorted(touched)) if touched else []), touched, self._identity(namespace)
+
+    def _identity(self, namespace: str) -> tuple:
+        """When the namespace was made, and how many namespaces the database has deleted: either differs
+        if it was deleted and made again since (within the second its creation time is stamped to)."""
+        return tuple(self._q("SELECT (SELECT created_at FROM namespaces WHERE name=%s), "
+                             "(SELECT value FROM meta WHERE key='namespaces_deleted')", (namespace,))[0])
 
     def _rows_in(self, namespace: str, table: str) -> int:
         """A namespace's row count in a table, remembered for a few seconds (it only decides exact vs ANN)."""
