@@ -234,7 +234,7 @@ class PostgresIndexes:
             return
         for table, col in _KINDS.values():  # each kind's graph only once it is large: a 40 K-turn namespace of
             # 11 K events paid an HNSW insert for every event and topic written, and searched neither by it
-            if self.meta.get(f"hnsw/{table}") or self._rows_in(namespace, table) < EXACT_BELOW:
+            if self._rows_in(namespace, table) < EXACT_BELOW or self.meta.get(f"hnsw/{table}"):  # count kept 30 s
                 continue
             with self.transaction():  # under the writers' lock: one process builds it
                 if not self.meta.get(f"hnsw/{table}"):
