@@ -209,7 +209,7 @@ class Constructor:
         record.completion_tokens, record.latency_s = usage.completion_tokens, round(usage.latency_s, 3)
 
     def _version(self, namespace: str) -> int:
-        return self.store.steps.count(namespace) if self.store.has_namespace(namespace) else 0
+        return self.store.steps.count(namespace)  # a namespace never made, or deleted, has no steps: 0
 
     def _prepare(self, namespace: str, step: int, observations: list[Observation], world_time: str | None,
                  world_date, skipped: list[str]) -> _Draft:

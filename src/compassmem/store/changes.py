@@ -35,15 +35,23 @@ class ChangeLog:
     sql: "SQL"
     meta: "Meta"
 
-    def _changed(self, namespace: str, old: int, new: int) -> set[str] | None:
+    def _changed(self, namespace: str, old: int, new: int) -> frozenset[str] | None:
         """The events of the namespace written to after state `old` up to `new`; None when the log cannot
         say: `old` is before its oldest kept row, the namespace was never written to, the state went back,
         or so much changed that reading everything again is cheaper. Read in the snapshot `new` came from."""
+        key = (namespace, old, new)
+        memo = self.__dict__.setdefault("_changed_memo", {})
+        if key in memo:  # a step's fusion lookups and its event reads ask the same question in one snapshot
+            return memo[key]
         if not old or new <= old or old < int(self.meta.get("changes_pruned_through") or 0):
             return None
         rows = self.sql.rows("SELECT DISTINCT event FROM changes WHERE namespace=? AND seq>? AND seq<=? LIMIT ?",
                              (namespace, old, new, CHANGED_AT_MOST + 1))
-        return None if len(rows) > CHANGED_AT_MOST else {e for (e,) in rows if e is not None}
+        found = None if len(rows) > CHANGED_AT_MOST else frozenset(e for (e,) in rows if e is not None)
+        if len(memo) >= 64:  # what was logged between two committed states never changes: any entry may go
+            memo.clear()
+        memo[key] = found
+        return found
 
     def prune_changes(self) -> None:
         """Keep the last CHANGES_KEPT rows of the log (a cache older than them reads everything again):

@@ -26,7 +26,7 @@ V = TypeVar("V")
 LIMIT = 20_000
 
 
-Changed = Callable[[str, Hashable, Hashable], "set[str] | None"]
+Changed = Callable[[str, Hashable, Hashable], "set[str] | frozenset[str] | None"]
 
 
 class ReadCache:
