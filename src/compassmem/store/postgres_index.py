@@ -230,11 +230,12 @@ class PostgresIndexes:
         if rows >= max(1000, 2 * analysed):
             self._x("ANALYZE observations, terms, events, relations, topics")
             self.meta.set(f"analysed/{namespace}", str(rows))
-        if self.meta.get("hnsw_indexes"):  # a database an earlier version indexed has all three
-            return
         for table, col in _KINDS.values():  # each kind's graph only once it is large: a 40 K-turn namespace of
-            # 11 K events paid an HNSW insert for every event and topic written, and searched neither by it
-            if self._rows_in(namespace, table) < EXACT_BELOW or self.meta.get(f"hnsw/{table}"):  # count kept 30 s
+            # 11 K events paid an HNSW insert for every event and topic written, and searched neither by it.
+            # The count is kept 30 s, so a small namespace's step reads nothing here; a database an earlier
+            # version indexed has all three graphs ("hnsw_indexes")
+            if self._rows_in(namespace, table) < EXACT_BELOW or self.meta.get("hnsw_indexes") \
+                    or self.meta.get(f"hnsw/{table}"):
                 continue
             with self.transaction():  # under the writers' lock: one process builds it
                 if not self.meta.get(f"hnsw/{table}"):
