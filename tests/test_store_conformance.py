@@ -547,3 +547,18 @@ def test_postgres_writes_each_turn_once_with_its_event(pg_url, monkeypatch):
         assert touched and not any(touched)
     finally:
         mem.close()
+
+
+def test_relations_written_together_keep_order_and_the_last_values(store):
+    """add_relations upserts in one batch (PostgreSQL: one statement over unnest): a relation given twice
+    keeps its first place in stored order and takes its last values, as writing them one by one does."""
+    store.ensure_namespace("a")
+    store.add_observations(_obs())
+    store.put_events([_event(f"e{i}") for i in range(3)], np.stack([_vec(i) for i in range(3)]))
+    first = Relation(id="r1", namespace="a", source="e0", target="e1", type="causal", evidence=["D1:0"], step=1)
+    store.add_relations([first, Relation(id="r2", namespace="a", source="e1", target="e2", type="follow_up"),
+                         first.model_copy(update={"type": "motivation", "confidence": 0.25, "step": 3})])
+    got = [(r.id, r.type, r.confidence, r.step, r.evidence) for r in store.relations("a")]
+    assert got == [("r1", "motivation", 0.25, 3, ["D1:0"]), ("r2", "follow_up", 1.0, 0, [])]
+    store.add_relations([])
+    assert len(store.relations("a")) == 2
