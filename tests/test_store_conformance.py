@@ -562,3 +562,18 @@ def test_relations_written_together_keep_order_and_the_last_values(store):
     assert got == [("r1", "motivation", 0.25, 3, ["D1:0"]), ("r2", "follow_up", 1.0, 0, [])]
     store.add_relations([])
     assert len(store.relations("a")) == 2
+
+
+def test_an_observation_given_twice_in_one_write_keeps_its_place_and_its_last_text(store):
+    """add_observations writes a batch (PostgreSQL: one statement over unnest): as writing them one by one,
+    an id given twice keeps its first place and its last values, and only its last text is searchable."""
+    store.ensure_namespace("a")
+    one = Observation(id="D1:0", namespace="a", step=1, seq=0, speaker="X", text="violin lessons on monday")
+    two = Observation(id="D1:1", namespace="a", step=1, seq=1, speaker="Y", text="the garden is full of roses")
+    store.add_observations([one, two, one.model_copy(update={"text": "kayak trip on the lake"})],
+                           np.stack([_vec(1, 8), _vec(2, 8), _vec(3, 8)]))
+    assert [(o.id, o.text) for o in store.observations("a")] == [("D1:0", "kayak trip on the lake"),
+                                                                 ("D1:1", "the garden is full of roses")]
+    assert [h[0] for h in store.lexical_search("a", "kayak lake", 5)] == ["D1:0"]
+    assert store.lexical_search("a", "violin", 5) == []
+    assert store.search_observations("a", _vec(3, 8), 1)[0][0] == "D1:0"
