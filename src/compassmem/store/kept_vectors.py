@@ -24,7 +24,7 @@ from typing import Callable, Hashable
 import numpy as np
 
 MAX_ROWS = 100_000  # ~150 MB at 384 dimensions
-Rows = list[tuple[int, str, np.ndarray]]  # (rowid, id, normalised vector)
+Rows = tuple[np.ndarray, list[str], np.ndarray]  # (rowids, ids, normalised matrix), in rowid order
 
 
 @dataclass(frozen=True)
@@ -63,9 +63,8 @@ class KeptVectors:
             return old.ids, old.mat
         new = self._delta(old, state, read_changed) if old is not None and state > old.state else None
         if new is None:
-            rows, identity = read_all()
-            new = _Kept(state, identity, np.fromiter((r[0] for r in rows), np.int64, len(rows)), [r[1] for r in rows],
-                        np.stack([r[2] for r in rows]) if rows else np.zeros((0, 0), np.float32))
+            (rowids, ids, mat), identity = read_all()
+            new = _Kept(state, identity, np.asarray(rowids, np.int64), list(ids), mat)
         with self._lock:
             current = self._kept.get(key)
             if current is None or current.state <= state:  # another thread may have stored a newer state
@@ -79,14 +78,15 @@ class KeptVectors:
         got = read_changed(old.state, state)
         if got is None:
             return None
-        rows, touched, identity = got
+        (new_rowids, new_ids, new_mat), touched, identity = got
         if identity != old.identity:  # deleted and made again: the log has no rows of what it lost
             return None
         keep = np.fromiter((i not in touched for i in old.ids), bool, len(old.ids))
-        rowids = np.concatenate([old.rowids[keep], np.fromiter((r[0] for r in rows), np.int64, len(rows))])
-        ids = [i for i, k in zip(old.ids, keep) if k] + [r[1] for r in rows]
-        parts = [old.mat[keep]] if len(old.ids) else []
-        mat = np.concatenate(parts + [np.stack([r[2] for r in rows])]) if rows else old.mat[keep]
+        rowids = np.concatenate([old.rowids[keep], np.asarray(new_rowids, np.int64)])
+        ids = [i for i, k in zip(old.ids, keep) if k] + list(new_ids)
+        # an empty matrix may have no columns yet: only non-empty parts are joined
+        parts = [m for m in (old.mat[keep], new_mat) if len(m)]
+        mat = np.concatenate(parts) if parts else old.mat[keep]
         order = np.argsort(rowids, kind="stable")
         return _Kept(state, identity, rowids[order], [ids[i] for i in order], mat[order])
 

@@ -107,14 +107,15 @@ class PostgresIndexes:
         sims = dots(mat, l2_normalise(query))
         return [(ids[i], float(sims[i])) for i in top_k(sims, k)]
 
-    def _vector_rows(self, namespace: str, kind: str, ids: list[str] | None = None) -> list[tuple[int, str, np.ndarray]]:
-        """(rowid, id, normalised vector) of a kind's rows with a vector, in rowid order; only `ids` if given."""
+    def _vector_rows(self, namespace: str, kind: str,
+                     ids: list[str] | None = None) -> tuple[np.ndarray, list[str], np.ndarray]:
+        """(rowids, ids, normalised matrix) of a kind's rows with a vector, in rowid order; only `ids` if given."""
         table, col = _KINDS[kind]
         some = "" if ids is None else " AND id = ANY(%s)"
         rows = self._q(f"SELECT rowid, id, {col} FROM {table} WHERE namespace=%s AND {col} IS NOT NULL{some} "
                        "ORDER BY rowid", (namespace,) if ids is None else (namespace, ids))
-        mat = self._matrix_of([r[2] for r in rows])
-        return [(r[0], r[1], mat[i]) for i, r in enumerate(rows)]
+        return (np.fromiter((r[0] for r in rows), np.int64, len(rows)), [r[1] for r in rows],
+                self._matrix_of([r[2] for r in rows]))
 
     def _changed_vector_rows(self, namespace: str, kind: str, old: int, new: int):
         """What KeptVectors needs to go from state `old` to `new` (this snapshot's): the rows of the events
@@ -122,7 +123,9 @@ class PostgresIndexes:
         touched = self._changed(namespace, old, new)
         if touched is None:
             return None
-        return (self._vector_rows(namespace, kind, sorted(touched)) if touched else []), touched, self._identity(namespace)
+        nothing = (np.zeros(0, np.int64), [], np.zeros((0, 0), np.float32))
+        rows = self._vector_rows(namespace, kind, sorted(touched)) if touched else nothing
+        return rows, touched, self._identity(namespace)
 
     def _identity(self, namespace: str) -> tuple:
         """When the namespace was made, and how many namespaces the database has deleted: either differs
