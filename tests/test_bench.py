@@ -390,3 +390,21 @@ def test_ann_bench_measures_recall_against_exact_search_and_resumes(tmp_path):
     assert all(r["recall@10"] > 0.95 for r in f32_wide)  # a small graph searched wide is close to exact
     again = run_ann([db], questions, tmp_path / "out", "hash", [8, 16], [64], [16, 128], k=10, dtypes=("i8", "f32"))
     assert again == rows  # every row was done: nothing is measured twice
+
+
+def test_questions_picks_a_span_of_each_conversation_and_a_later_span_adds_to_the_run(tmp_path, locomo_path):
+    from compassmem.bench.runner import _questions
+    from compassmem.ingest import load
+
+    ds = load(locomo_path, "locomo")
+    first, later = _questions(ds, None, (1, 2)), _questions(ds, 4, (3, 9))
+    per_namespace = {}
+    for qid, q in first + later:
+        per_namespace.setdefault(q.namespace, []).append(qid)
+    assert {len(v) for v in per_namespace.values()} == {4}  # 2 + (3rd, 4th): --limit caps the later span
+    assert not {qid for qid, _ in first} & {qid for qid, _ in later}
+    cfg = BenchConfig(dataset="locomo", data=locomo_path, out=tmp_path, samples=["conv-26"], sessions=(1, 3),
+                      questions=(1, 2), embedder="hash", methods=["bm25_turns"])
+    assert [r["qid"] for r in run_benchmark(cfg)["rows"]] == [0, 1]
+    cfg.questions = (3, 3)  # the rows already answered stay in the run's results
+    assert sorted(r["qid"] for r in run_benchmark(cfg)["rows"]) == [0, 1, 2]

@@ -34,6 +34,7 @@ class BenchConfig:
     samples: list[str] | None = None
     sessions: tuple[int, int] | None = None
     limit: int | None = None  # questions per namespace
+    questions: tuple[int, int] | None = None  # which questions of each namespace, 1-based, inclusive
     limit_docs: int | None = None
     llm: str = "none"
     embedder: str = "minilm"
@@ -73,14 +74,15 @@ def _build(mem: Memory, ds: Dataset, label: str, progress: Progress | None, timi
             progress(f"building {label}", i + 1, len(ds.steps))
 
 
-def _questions(ds: Dataset, limit: int | None) -> list[tuple[int, object]]:
+def _questions(ds: Dataset, limit: int | None, span: tuple[int, int] | None = None) -> list[tuple[int, object]]:
+    """(qid, question) of the first `limit` questions of each namespace that fall in `span` (positions within
+    the namespace, 1-based): a long model run answers questions 21-45 of every conversation after 1-20."""
     counts: dict[str, int] = {}
     out = []
     for qid, q in enumerate(ds.questions):
-        if limit is not None and counts.get(q.namespace, 0) >= limit:
-            continue
-        counts[q.namespace] = counts.get(q.namespace, 0) + 1
-        out.append((qid, q))
+        place = counts[q.namespace] = counts.get(q.namespace, 0) + 1
+        if (limit is None or place <= limit) and (span is None or span[0] <= place <= span[1]):
+            out.append((qid, q))
     return out
 
 
@@ -192,7 +194,7 @@ def answer_rows(cfg: BenchConfig, ds: Dataset, main: Memory, methods: list[Metho
                 "bleu4": best_over_references(bleu4, r.answer, q.answers),
                 **{f"answer@{b}": answer_recall_at_budget(q.answers, lines, b) for b in BUDGETS}}
 
-    todo = [(qid, q, m) for qid, q in _questions(ds, cfg.limit) for m in methods if (m.name, qid) not in done]
+    todo = [(qid, q, m) for qid, q in _questions(ds, cfg.limit, cfg.questions) for m in methods if (m.name, qid) not in done]
     previous = None
     with results_path.open("a") as fh:
         for i, (qid, q, m) in enumerate(todo):

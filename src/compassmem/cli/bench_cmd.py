@@ -50,7 +50,8 @@ def _split(text: str | None) -> list[str] | None:
 
 def _run(dataset: str, data: Path, out: Path, samples: str | None, sessions: str | None, methods: str | None,
          llm: str, embedder: str, limit: int | None, limit_docs: int | None, config: Path | None,
-         base_url: str | None, api_key: str | None, turns_k: int, top_k: int | None, db: str | None = None) -> None:
+         base_url: str | None, api_key: str | None, turns_k: int, top_k: int | None, db: str | None = None,
+         questions: str | None = None) -> None:
     from ..bench.methods import ALL_METHODS
     from ..bench.report import write_reports
     from ..bench.runner import BenchConfig, run_benchmark
@@ -59,6 +60,7 @@ def _run(dataset: str, data: Path, out: Path, samples: str | None, sessions: str
     overrides = {"search.top_k": top_k} if top_k else {}
     cfg = BenchConfig(dataset=dataset, data=data, out=out, methods=_split(methods) or list(ALL_METHODS),
                       samples=_split(samples), sessions=parse_range(sessions), limit=limit, limit_docs=limit_docs,
+                      questions=parse_range(questions),
                       llm=llm, embedder=embedder, base_url=base_url, api_key=api_key,
                       settings=Settings.load(config, **overrides), turns_k=turns_k, db=db)
     with _progress() as progress:
@@ -82,6 +84,8 @@ def _exit_if_failed(failed: list[dict], what: str) -> None:
         raise typer.Exit(1)
 
 
+QUESTIONS_HELP = ("Which questions of each conversation or document, 1-based, e.g. 21-45 (with --limit, both "
+                  "apply): a long model run goes on past the questions it has answered.")
 DataOpt = typer.Option(..., "--data", help="Dataset file.")
 OutOpt = typer.Option(..., "--out", help="Output folder (re-running resumes).")
 
@@ -94,6 +98,7 @@ def locomo(data: Path = DataOpt, out: Path = OutOpt,
            llm: str = typer.Option("none", "--llm", help="none | openai:MODEL | gguf:PATH"),
            embedder: str = typer.Option("minilm", "--embedder"),
            limit: Optional[int] = typer.Option(None, "--limit", help="Questions per conversation."),
+           questions: Optional[str] = typer.Option(None, "--questions", help=QUESTIONS_HELP),
            config: Optional[Path] = typer.Option(None, "--config"),
            base_url: Optional[str] = typer.Option(None, "--base-url"), api_key: Optional[str] = typer.Option(None, "--api-key"),
            turns_k: int = typer.Option(10, "--turns-k", help="k of the dense/BM25 turn baselines."),
@@ -104,7 +109,7 @@ def locomo(data: Path = DataOpt, out: Path = OutOpt,
     as --data, BEAM chats (`bench beam`): F1, BLEU-1, evidence recall at budgets per category or ability,
     cost. LoCoMo's category 5 is excluded."""
     _run("beam" if data.is_dir() else "locomo", data, out, samples, sessions, methods, llm, embedder, limit, None, config, base_url, api_key,
-         turns_k, top_k, db)
+         turns_k, top_k, db, questions)
 
 
 bench_app.command("beam", help="BEAM user↔assistant chats: --data a chat folder or a folder of them (BEAM's "
@@ -154,6 +159,7 @@ def narrativeqa(data: Path = DataOpt, out: Path = OutOpt,
                 methods: Optional[str] = typer.Option(None, "--methods", help=METHODS_HELP),
                 llm: str = typer.Option("none", "--llm"), embedder: str = typer.Option("minilm", "--embedder"),
                 limit: Optional[int] = typer.Option(None, "--limit", help="Questions per document."),
+                questions: Optional[str] = typer.Option(None, "--questions", help=QUESTIONS_HELP),
                 config: Optional[Path] = typer.Option(None, "--config"),
                 base_url: Optional[str] = typer.Option(None, "--base-url"),
                 api_key: Optional[str] = typer.Option(None, "--api-key"),
@@ -163,7 +169,7 @@ def narrativeqa(data: Path = DataOpt, out: Path = OutOpt,
     scripts. F1, BLEU-1, BLEU-4 and ROUGE-L as the max over the reference answers, and answer recall at
     500 / 1,000 / 2,000 tokens (every content word of a reference answer inside what is handed over)."""
     _run("narrativeqa-full" if _full_texts(data) else "narrativeqa", data, out, samples, None, methods, llm, embedder, limit, limit_docs, config, base_url,
-         api_key, turns_k, top_k)
+         api_key, turns_k, top_k, questions=questions)
 
 
 def _full_texts(data: Path) -> bool:
