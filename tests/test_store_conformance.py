@@ -422,35 +422,60 @@ def test_postgres_keeps_vectors_in_their_rows_and_still_takes_wide_ones(pg_url):
         store.close()
 
 
-def test_postgres_builds_hnsw_once_a_namespace_is_large_and_still_finds_the_nearest(pg_url, monkeypatch):
-    """Below EXACT_BELOW rows every search scans exactly and no HNSW graph is maintained; past it the first
-    refresh creates the indexes, and approximate search keeps returning the true nearest events here."""
+def _pg_events(pg_url, monkeypatch, n: int):
+    """A PostgreSQL store that searches approximately past 10 rows of a kind, its namespace "a" holding
+    events e0 … e{n-1}."""
     from compassmem.store import postgres, postgres_index
 
     monkeypatch.setattr(postgres_index, "EXACT_BELOW", 10)
     store = postgres.PostgresStore(pg_url)
+    store.ensure_namespace("a")
+    store.add_observations(_obs())
+    for i in range(n):
+        store.put_event(_event(f"e{i}"), _vec(i))
+    return store
+
+
+def _nearest_events(store, q, n: int = 5) -> list[str]:
+    """The true nearest events of namespace "a", from its whole event matrix."""
+    ids, mat = store.event_matrix("a")
+    return [ids[i] for i in np.argsort(-(mat @ (q / np.linalg.norm(q))), kind="stable")[:n]]
+
+
+def test_postgres_builds_hnsw_once_a_namespace_is_large_and_still_finds_the_nearest(pg_url, monkeypatch):
+    """Below EXACT_BELOW rows every search scans exactly and no HNSW graph is maintained; past it the first
+    refresh builds a graph over the rows so far, later rows are scanned exactly until they are many enough
+    for a new build, and search keeps returning the true nearest events, old rows and new alike."""
+    from compassmem.store import postgres, postgres_index
+
+    store = _pg_events(pg_url, monkeypatch, 5)
     try:
-        store.ensure_namespace("a")
-        store.add_observations(_obs())
-        for i in range(5):
-            store.put_event(_event(f"e{i}"), _vec(i))
         store.refresh_indexes("a")
 
         def built():
-            return {r[0] for r in store._q("SELECT indexname FROM pg_indexes WHERE indexname LIKE %s", ("%hnsw",))}
+            return {r[0] for r in store._q("SELECT indexname FROM pg_indexes WHERE indexname LIKE %s", ("%hnsw%",))}
 
-        assert store.meta.get("hnsw/events") is None and not built()
+        def rowid_of(event_id):
+            return store._q("SELECT rowid FROM events WHERE namespace='a' AND id=%s", (event_id,))[0][0]
+
+        def truth(q):
+            return _nearest_events(store, q)
+
+        assert store.meta.get("hnsw_upto/events") is None and not built()
         for i in range(5, 40):
             store.put_event(_event(f"e{i}"), _vec(i))
         store._counts.clear()
         store.refresh_indexes("a")
         # only the kind that is large: observations (3) and topics (0) keep no graph to maintain on every write
-        assert store.meta.get("hnsw/events") == "1" and built() == {"events_hnsw"}
-        q = _vec(99)
-        ids, mat = store.event_matrix("a")
-        truth = [ids[i] for i in np.argsort(-(mat @ (q / np.linalg.norm(q))), kind="stable")[:5]]
-        assert [e for e, _ in store.search_events("a", q, 5, exact=False)] == truth
-        assert [e for e, _ in store.search_events("a", q, 5)] == truth
+        first = rowid_of("e39")
+        assert store.meta.get("hnsw_upto/events") == str(first) and built() == {f"events_hnsw_{first}"}
+        for i in range(40, 45):  # fewer than EXACT_BELOW new rows: no new build, searched exactly
+            store.put_event(_event(f"e{i}"), _vec(i))
+        store.refresh_indexes("a")
+        assert built() == {f"events_hnsw_{first}"}
+        for q in (_vec(99), _vec(42)):  # the nearest may be new rows past the graph
+            assert [e for e, _ in store.search_events("a", q, 5, exact=False)] == truth(q)
+            assert [e for e, _ in store.search_events("a", q, 5)] == truth(q)
         # the ANN query is one the HNSW index can answer (a second sort key made pgvector sort every row)
         psycopg = pytest.importorskip("psycopg")
         from pgvector.psycopg import register_vector
@@ -464,14 +489,56 @@ def test_postgres_builds_hnsw_once_a_namespace_is_large_and_still_finds_the_near
             return real_execute(self, query, params, **kw)
 
         monkeypatch.setattr(psycopg.Connection, "execute", spy)
+        q = _vec(99)
         store.search_events("a", q, 5)
         monkeypatch.undo()
+        monkeypatch.setattr(postgres_index, "EXACT_BELOW", 10)
+        ann = [s for s in seen if "::vector(" in s]
+        assert len(seen) == 2 and len(ann) == 1 and f"rowid <= {first}" in ann[0]
         with psycopg.connect(pg_url) as conn:
             register_vector(conn)
             conn.execute("SET enable_seqscan = off")
             conn.execute("SET enable_sort = off")  # only an index that yields the order can avoid a sort
-            plan = conn.execute("EXPLAIN " + seen[-1], ("a", q.astype(np.float32), 26), binary=True).fetchall()
-        assert "events_hnsw" in " ".join(r[0] for r in plan), plan
+            plan = conn.execute("EXPLAIN " + ann[0], ("a", q.astype(np.float32), 26), binary=True).fetchall()
+        assert f"events_hnsw_{first}" in " ".join(r[0] for r in plan), plan
+        # enough new rows: a build over all of them; the graph before it stays for searches that read the
+        # older mark, the one before that is dropped
+        for round_ in range(2):
+            for i in range(45 + 10 * round_, 55 + 10 * round_):
+                store.put_event(_event(f"e{i}"), _vec(i))
+            store.refresh_indexes("a")
+        second, third = rowid_of("e54"), rowid_of("e64")
+        assert store.meta.get("hnsw_upto/events") == str(third)
+        assert built() == {f"events_hnsw_{second}", f"events_hnsw_{third}"}
+        for q in (_vec(99), _vec(60), _vec(3)):
+            assert [e for e, _ in store.search_events("a", q, 5)] == truth(q)
+        other = postgres.PostgresStore(pg_url)  # another process reads the mark from the database
+        try:
+            assert [e for e, _ in other.search_events("a", _vec(60), 5)] == truth(_vec(60))
+        finally:
+            other.close()
+    finally:
+        store.close()
+
+
+def test_postgres_keeps_searching_a_graph_an_earlier_version_built_over_the_whole_table(pg_url, monkeypatch):
+    """A database indexed before the prefix graphs has one HNSW index over all rows ("hnsw/<table>"): it is
+    searched as it is, with no exact tail and no second graph built beside it."""
+    from compassmem.store.postgres_schema import hnsw_index
+    from compassmem.store.rows import KINDS
+
+    store = _pg_events(pg_url, monkeypatch, 30)
+    try:
+        store._x(hnsw_index(*KINDS["events"], store._dim))
+        store.meta.set("hnsw/events", "1")
+        for i in range(30, 60):
+            store.put_event(_event(f"e{i}"), _vec(i))
+        store._counts.clear()
+        store.refresh_indexes("a")
+        names = {r[0] for r in store._q("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'events_hnsw%%'")}
+        assert names == {"events_hnsw"} and store.meta.get("hnsw_upto/events") is None
+        q = _vec(45)
+        assert [e for e, _ in store.search_events("a", q, 5)] == _nearest_events(store, q)
     finally:
         store.close()
 

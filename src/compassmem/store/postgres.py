@@ -64,6 +64,7 @@ class PostgresStore(SearchReads, ChangeLog, SharedSQL, PostgresEditing, Postgres
         self.meta, self.cache, self.history = Meta(self.sql), Cache(self.sql), EventHistory(self.sql)
         self.steps = Steps(self.sql)
         self._counts: dict[tuple[str, str], tuple[int, float]] = {}
+        self._marks: dict[str, tuple[int | None, float]] = {}  # HNSW graph per kind (_hnsw_mark)
         self._dim: int | None = int(self.meta.get("vector_dim") or 0) or None
         # what searches read, between asks, while its namespace is unchanged; a write drops what it touched (row_cache.py)
         self._reads = ReadCache(changed=self._changed, by_event=by_event)

@@ -28,7 +28,7 @@ POSTINGS_KEPT_BELOW = 500_000
 
 
 class PostgresIndexes:
-    """Needs from its host: _q, _x, _conn, _local, _dim, _counts, _matrix_of, _table_matrix, _reads,
+    """Needs from its host: _q, _x, _conn, _local, _dim, _counts, _marks, _matrix_of, _table_matrix, _reads,
     _kept_vectors, _changed, _state, _scans, transaction, snapshot, meta, prune_changes."""
 
     def _search(self, namespace: str, kind: str, query: np.ndarray, k: int, exact: bool = True) -> list[tuple[str, float]]:
@@ -54,24 +54,30 @@ class PostgresIndexes:
         # walking the index and makes it sort every row of the namespace (160 ms at 64 K rows), and compares
         # the column as it is stored: the cast per row was a third of a 1 K-event scan. Candidates are
         # re-scored and tie-broken below, so the exact path's rowid order is all that ties need
-        select = f"SELECT id, {col} FROM {table} WHERE namespace=%s AND {col} IS NOT NULL ORDER BY "
-        exact_sql = select + f"{col} <=> %s::vector, rowid LIMIT %s"
-        sql = select + f"{col}::vector({self._dim}) <=> %s::vector({self._dim}) LIMIT %s"
+        select = f"SELECT id, {col} FROM {table} WHERE namespace=%s AND {col} IS NOT NULL"
+        exact_sql = select + "{} ORDER BY " + f"{col} <=> %s::vector, rowid LIMIT %s"
+        ann_sql = select + "{} ORDER BY " + f"{col}::vector({self._dim}) <=> %s::vector({self._dim}) LIMIT %s"
+        mark = None if scan else self._hnsw_mark(table)
         q = np.asarray(query, np.float32)
         with self._conn() as c:
-            if scan:  # one statement: pgvector's index serves only an order by distance alone, so the second
-                # key makes this read every row of the namespace whatever the planner settings (a savepoint
+            if mark is None:  # one statement: pgvector's index serves only an order by distance alone, so the
+                # second key makes this read every row of the namespace whatever the planner settings (a savepoint
                 # and four SETs around it were most of an ingest's nearest-neighbour time)
-                rows = c.execute(exact_sql, (namespace, q, want), binary=True).fetchall()
-            else:
+                rows = c.execute(exact_sql.format(""), (namespace, q, want), binary=True).fetchall()
+            else:  # the graph's rows (all of them, or those up to its build's rowid) by HNSW, later ones exactly;
+                # the literal bound is what lets the planner match the partial index
+                head = f" AND rowid <= {mark}" if mark else ""
                 with c.transaction():  # SET LOCAL inside a step's transaction is undone below, not at its commit
                     c.execute("SET LOCAL hnsw.ef_search = %s" % max(40, min(1000, 2 * want)))
-                    rows = c.execute(sql, (namespace, q, want), binary=True).fetchall()
+                    rows = c.execute(ann_sql.format(head), (namespace, q, want), binary=True).fetchall()
                     if len(rows) < min(k, want):  # a filtered HNSW walk can come back short
                         c.execute("SET LOCAL enable_indexscan = off")
-                        rows = c.execute(exact_sql, (namespace, q, want), binary=True).fetchall()
+                        rows = c.execute(exact_sql.format(head), (namespace, q, want), binary=True).fetchall()
                         c.execute("SET LOCAL enable_indexscan TO DEFAULT")
                     c.execute("SET LOCAL hnsw.ef_search TO DEFAULT")
+                if mark:
+                    rows += c.execute(exact_sql.format(f" AND rowid > {mark}"), (namespace, q, want),
+                                      binary=True).fetchall()
         if not rows:
             return []
         sims = dots(self._matrix_of([r[1] for r in rows]), l2_normalise(q))
@@ -139,6 +145,21 @@ class PostgresIndexes:
         cached = self._counts.get(key)
         if cached is None or now - cached[1] > 30:
             cached = self._counts[key] = (self._q(f"SELECT COUNT(*) FROM {table} WHERE namespace=%s", (namespace,))[0][0], now)
+        return cached[0]
+
+    def _hnsw_mark(self, table: str, fresh: bool = False) -> int | None:
+        """Which HNSW graph a large namespace's search may walk: None for none yet, 0 for one over the whole
+        table (databases indexed before the prefix graphs), else the rowid its newest build covers. Remembered
+        for a few seconds: a search that reads an older mark walks the graph before it, kept one build longer."""
+        now = time.monotonic()
+        cached = self._marks.get(table)
+        if fresh or cached is None or now - cached[1] > 30:
+            if self.meta.get("hnsw_indexes") or self.meta.get(f"hnsw/{table}"):
+                mark = 0
+            else:
+                upto = self.meta.get(f"hnsw_upto/{table}")
+                mark = int(upto) if upto else None
+            cached = self._marks[table] = (mark, now)
         return cached[0]
 
     def lexical_search(self, namespace: str, text: str, k: int) -> list[tuple[str, float]]:
@@ -233,17 +254,37 @@ class PostgresIndexes:
         if rows >= max(1000, 2 * analysed):
             self._x("ANALYZE observations, terms, events, relations, topics")
             self.meta.set(f"analysed/{namespace}", str(rows))
-        for table, col in _KINDS.values():  # each kind's graph only once it is large: a 40 K-turn namespace of
-            # 11 K events paid an HNSW insert for every event and topic written, and searched neither by it.
-            # The count is kept 30 s, so a small namespace's step reads nothing here; a database an earlier
-            # version indexed has all three graphs ("hnsw_indexes")
-            if self._rows_in(namespace, table) < EXACT_BELOW or self.meta.get("hnsw_indexes") \
-                    or self.meta.get(f"hnsw/{table}"):
-                continue
-            with self.transaction():  # under the writers' lock: one process builds it
-                if not self.meta.get(f"hnsw/{table}"):
-                    self._x(hnsw_index(table, col, self._dim))
-                    self.meta.set(f"hnsw/{table}", "1")
+        for table, col in _KINDS.values():
+            self._refresh_graph(namespace, table, col)
+
+    def _refresh_graph(self, namespace: str, table: str, col: str) -> None:
+        """A kind's HNSW graph once this namespace holds EXACT_BELOW rows of it (a 40 K-turn namespace of 11 K
+        events paid an HNSW insert for every event and topic written, and searched neither by it), built over
+        the rows written so far; built again over all rows once the rows after it reach EXACT_BELOW or an
+        eighth of the graph. pgvector inserted each row into a live graph at ~2 ms (5.5 ms at 100 K rows)
+        against ~0.3 ms a row for a build, so the rebuilds (about twice the rows, or eight times for a very
+        large table) cost less than the inserts did, and a search scans at most that tail exactly. A database
+        an earlier version indexed keeps its graph over the whole table ("hnsw_indexes", "hnsw/<table>")."""
+        mark = self._hnsw_mark(table)
+        if mark == 0 or (mark is None and self._rows_in(namespace, table) < EXACT_BELOW):
+            return  # the counts are kept 30 s, so a small namespace's step reads nothing here
+        if mark is not None and self._q(f"SELECT COALESCE(MAX(rowid), 0) FROM {table}")[0][0] - mark \
+                < max(EXACT_BELOW, mark // 8):
+            return
+        with self.transaction():  # under the writers' lock: one process builds it
+            mark = self._hnsw_mark(table, fresh=True)
+            top = self._q(f"SELECT COALESCE(MAX(rowid), 0) FROM {table}")[0][0]
+            if mark == 0 or (mark is not None and top - mark < max(EXACT_BELOW, mark // 8)):
+                return
+            self._x("SET LOCAL maintenance_work_mem = '512MB'")  # a build in memory, not in passes over disk
+            self._x(hnsw_index(table, col, self._dim, upto=top))
+            self._x(f"ANALYZE {table}")  # without fresh statistics the planner may not take the new graph
+            for (name,) in self._q("SELECT indexname FROM pg_indexes WHERE tablename = %s AND indexname LIKE %s",
+                                   (table, f"{table}_hnsw_%")):
+                if name not in (f"{table}_hnsw_{top}", f"{table}_hnsw_{mark}"):  # the last one serves stale marks
+                    self._x(f"DROP INDEX IF EXISTS {name}")
+            self.meta.set(f"hnsw_upto/{table}", str(top))
+        self._marks[table] = (top, time.monotonic())
 
     def check_indexes(self, namespace: str) -> list[str]:
         problems: list[str] = []

@@ -107,7 +107,11 @@ CREATE TABLE IF NOT EXISTS namespace_changes (namespace TEXT PRIMARY KEY, versio
 """ + "".join(_logged(table, columns, op) for table, columns in LOGGED.items() for op in ROW_IMAGES)}
 
 
-def hnsw_index(table: str, col: str, dim: int) -> str:
-    """A pgvector HNSW (cosine) index for one vector kind, built once a namespace holds EXACT_BELOW rows of it
-    (refresh_indexes); queries cast to vector(dim) so the planner can use it."""
-    return f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (({col}::vector({dim})) vector_cosine_ops)"
+def hnsw_index(table: str, col: str, dim: int, upto: int | None = None) -> str:
+    """A pgvector HNSW (cosine) index for one vector kind; queries cast to vector(dim) so the planner can use
+    it. With `upto`, over the rows up to that rowid only (refresh_indexes): rows written later are not
+    inserted into the graph one by one but scanned exactly until the next build covers them."""
+    if upto is None:  # the whole table: how databases before the prefix indexes were built
+        return f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (({col}::vector({dim})) vector_cosine_ops)"
+    return (f"CREATE INDEX IF NOT EXISTS {table}_hnsw_{int(upto)} ON {table} USING hnsw "
+            f"(({col}::vector({dim})) vector_cosine_ops) WHERE rowid <= {int(upto)}")
