@@ -261,20 +261,20 @@ class PostgresIndexes:
         """A kind's HNSW graph once this namespace holds EXACT_BELOW rows of it (a 40 K-turn namespace of 11 K
         events paid an HNSW insert for every event and topic written, and searched neither by it), built over
         the rows written so far; built again over all rows once the rows after it reach EXACT_BELOW or an
-        eighth of the graph. pgvector inserted each row into a live graph at ~2 ms (5.5 ms at 100 K rows)
-        against ~0.3 ms a row for a build, so the rebuilds (about twice the rows, or eight times for a very
-        large table) cost less than the inserts did, and a search scans at most that tail exactly. A database
-        an earlier version indexed keeps its graph over the whole table ("hnsw_indexes", "hnsw/<table>")."""
+        eighth of the graph, whichever is more. pgvector inserted each row into a live graph at ~2 ms (5.5 ms
+        at 100 K rows) against ~0.3 ms a row for a build, so the rebuilds (about twice the rows, or eight times
+        for a very large table) cost less than the inserts did, and a search scans at most that tail exactly.
+        A database an earlier version indexed keeps its graph over the whole table ("hnsw_indexes",
+        "hnsw/<table>")."""
         mark = self._hnsw_mark(table)
         if mark == 0 or (mark is None and self._rows_in(namespace, table) < EXACT_BELOW):
             return  # the counts are kept 30 s, so a small namespace's step reads nothing here
-        if mark is not None and self._q(f"SELECT COALESCE(MAX(rowid), 0) FROM {table}")[0][0] - mark \
-                < max(EXACT_BELOW, mark // 8):
+        if mark is not None and self._build_due(table, mark) is None:
             return
-        with self.transaction():  # under the writers' lock: one process builds it
+        with self.transaction():  # under the writers' lock: one process builds it, the check made again there
             mark = self._hnsw_mark(table, fresh=True)
-            top = self._q(f"SELECT COALESCE(MAX(rowid), 0) FROM {table}")[0][0]
-            if mark == 0 or (mark is not None and top - mark < max(EXACT_BELOW, mark // 8)):
+            top = None if mark == 0 else self._build_due(table, mark)
+            if top is None:
                 return
             self._x("SET LOCAL maintenance_work_mem = '512MB'")  # a build in memory, not in passes over disk
             self._x(hnsw_index(table, col, self._dim, upto=top))
@@ -285,6 +285,12 @@ class PostgresIndexes:
                     self._x(f"DROP INDEX IF EXISTS {name}")
             self.meta.set(f"hnsw_upto/{table}", str(top))
         self._marks[table] = (top, time.monotonic())
+
+    def _build_due(self, table: str, mark: int | None) -> int | None:
+        """The table's last rowid when a graph is due over the rows up to it (none yet: `mark` None, or the
+        rows after `mark` are EXACT_BELOW or an eighth of the graph, whichever is more), else None."""
+        top = self._q(f"SELECT COALESCE(MAX(rowid), 0) FROM {table}")[0][0]
+        return top if mark is None or top - mark >= max(EXACT_BELOW, mark // 8) else None
 
     def check_indexes(self, namespace: str) -> list[str]:
         problems: list[str] = []
